@@ -1,0 +1,88 @@
+"""Input vector -> `Command`: the one mapping shared by keyboard, gamepad and scripted input.
+
+Camera convention: `camera_yaw` is the yaw (rotation about +Y, counter-clockwise seen from above,
+as `quat.quat_from_yaw`) of the camera's horizontal viewing direction; 0 looks along +Z. A stick's
++y pushes along the viewing direction, +x to the camera's right (at yaw 0 that is world -X, since
+the frame is right-handed with Y up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pfnn_core.settings import RuntimeSettings
+
+GAITS = ("stand", "walk", "run")
+
+
+@dataclass
+class Command:
+    desired_velocity: np.ndarray  # [2] world (x, z), m/s
+    facing: np.ndarray | None = None  # [2] world (x, z) unit facing to keep while strafing; None = face the motion
+    gait: str = "stand"  # 'stand' | 'walk' | 'run'
+    stick: np.ndarray = field(default_factory=lambda: np.zeros(2))  # raw input vector, length <= 1
+    run: bool = False
+    strafe: bool = False
+
+    @property
+    def speed(self) -> float:
+        return float(np.linalg.norm(self.desired_velocity))
+
+
+def stand_command() -> Command:
+    return Command(desired_velocity=np.zeros(2))
+
+
+def camera_axes(camera_yaw: float) -> tuple[np.ndarray, np.ndarray]:
+    """World (x, z) forward and right unit vectors of a camera with the given yaw."""
+    forward = np.array([np.sin(camera_yaw), np.cos(camera_yaw)])
+    right = np.array([-np.cos(camera_yaw), np.sin(camera_yaw)])
+    return forward, right
+
+
+def clamp_stick(stick_xy) -> np.ndarray:
+    stick = np.asarray(stick_xy, dtype=np.float64).reshape(2)
+    length = float(np.linalg.norm(stick))
+    return stick / length if length > 1.0 else stick
+
+
+def stick_from_keys(up: bool, down: bool, left: bool, right: bool) -> np.ndarray:
+    """Key states -> stick vector (x right, y forward), unit length on diagonals, zero when opposed."""
+    stick = np.array([float(right) - float(left), float(up) - float(down)])
+    return clamp_stick(stick)
+
+
+def command_from_world_move(move_xz, run: bool, settings: RuntimeSettings, facing=None,
+                            stick=None) -> Command:
+    """A move vector already in world (x, z) (length <= 1, 1 = full walk/run speed) -> Command."""
+    move = clamp_stick(move_xz)
+    length = float(np.linalg.norm(move))
+    if length <= settings.stick_deadzone:
+        velocity = np.zeros(2)
+        gait = "stand"
+    else:
+        velocity = move * (settings.run_speed if run else settings.walk_speed)
+        gait = "run" if run else "walk"
+    facing_xz = None
+    if facing is not None:
+        facing_xz = np.asarray(facing, dtype=np.float64).reshape(2)
+        norm = float(np.linalg.norm(facing_xz))
+        facing_xz = facing_xz / norm if norm > 1e-9 else None
+    return Command(desired_velocity=velocity, facing=facing_xz, gait=gait,
+                   stick=move if stick is None else np.asarray(stick, dtype=np.float64).reshape(2),
+                   run=bool(run), strafe=facing_xz is not None)
+
+
+def command_from_stick(stick_xy, run: bool, strafe: bool, camera_yaw: float, settings: RuntimeSettings,
+                       facing=None) -> Command:
+    """Camera-relative stick -> Command. Strafing keeps `facing` (world x, z), or the camera's
+    viewing direction when none is given."""
+    stick = clamp_stick(stick_xy)
+    forward, right = camera_axes(camera_yaw)
+    move = stick[1] * forward + stick[0] * right
+    strafe_facing = None
+    if strafe:
+        strafe_facing = forward if facing is None else facing
+    return command_from_world_move(move, run, settings, facing=strafe_facing, stick=stick)
