@@ -1,0 +1,225 @@
+"""Motion-quality measures against hand-computed values on synthetic arrays."""
+
+import numpy as np
+import pytest
+
+from pfnn_core import metrics
+
+DT = 1.0 / 60.0
+
+
+def feet_track(x, height):
+    """Foot positions [T, K, 3] from horizontal x [T, K] and height [T, K] (z = 0)."""
+    x = np.asarray(x, dtype=float)
+    return np.stack([x, np.broadcast_to(height, x.shape), np.zeros_like(x)], axis=-1)
+
+
+# ---------------------------------------------------------------------------------------- feet
+
+
+def test_foot_skating_constant_velocity_on_the_ground():
+    t = np.arange(120) * DT
+    ground = np.array([0.04, 0.12])
+    # foot 0 slides at 1 m/s on its ground height; foot 1 is 20 cm up all the time.
+    feet = feet_track(np.stack([t * 1.0, t * 3.0], axis=-1), ground + np.array([0.0, 0.2]))
+    result = metrics.foot_skating(feet, DT, ground)
+    assert result.per_foot[0] == pytest.approx(1.0)
+    assert np.isnan(result.per_foot[1])
+    assert result.mean == pytest.approx(1.0)
+    np.testing.assert_allclose(result.near_ground_share, [1.0, 0.0])
+
+
+def test_foot_skating_ignores_lifted_steps_and_pools_feet():
+    # 0.5 m/s on the ground for the first 60 frames, then 2 m/s lifted 10 cm.
+    x = np.concatenate([np.arange(61) * DT * 0.5, 0.5 + np.arange(1, 60) * DT * 2.0])
+    height = np.where(np.arange(120) <= 60, 0.0, 0.1)
+    feet = feet_track(np.stack([x, np.arange(120) * DT * 0.25], axis=-1), np.stack([height, np.zeros(120)], -1))
+    result = metrics.foot_skating(feet, DT, np.zeros(2))
+    # steps 0..59 are on the ground (step 60 straddles 0 and 0.1: mean height 0.05, not < band).
+    assert result.per_foot[0] == pytest.approx(0.5)
+    assert result.per_foot[1] == pytest.approx(0.25)
+    assert result.mean == pytest.approx((60 * 0.5 + 119 * 0.25) / (60 + 119))
+
+
+def test_foot_skating_weighted_follows_mann_weight():
+    t = np.arange(30) * DT
+    band = 0.05
+    feet = feet_track(t[:, None] * 1.0, np.full((30, 1), 0.5 * band))
+    plain = metrics.foot_skating(feet, DT, np.zeros(1), height_band=band)
+    weighted = metrics.foot_skating(feet, DT, np.zeros(1), height_band=band, weighted=True)
+    assert plain.mean == pytest.approx(1.0)
+    assert weighted.mean == pytest.approx(2.0 - np.sqrt(2.0))
+
+
+def test_foot_skating_batched_matches_unbatched():
+    rng = np.random.default_rng(0)
+    feet = rng.normal(scale=0.05, size=(3, 50, 2, 3))
+    ground = np.array([0.0, 0.01])
+    batched = metrics.foot_skating(feet, DT, ground, weighted=True)
+    for b in range(3):
+        single = metrics.foot_skating(feet[b], DT, ground, weighted=True)
+        np.testing.assert_allclose(batched.per_foot[b], single.per_foot)
+        np.testing.assert_allclose(batched.mean[b], single.mean)
+
+
+def test_skating_ratio_counts_fast_slides_independently_of_rate():
+    # ground contact throughout; first half slides 0.5 m/s (1.67 cm per 1/30 s), second half 1 m/s (3.3 cm).
+    def track(dt):
+        n = int(round(2.0 / dt))
+        speed = np.where(np.arange(n) < n // 2, 0.5, 1.0)
+        x = np.concatenate([[0.0], np.cumsum(speed[:-1] * dt)])
+        return feet_track(x[:, None], np.zeros((n, 1)))
+
+    at_60 = metrics.skating_ratio(track(1 / 60), 1 / 60, np.zeros(1))
+    at_30 = metrics.skating_ratio(track(1 / 30), 1 / 30, np.zeros(1))
+    assert at_60 == pytest.approx(59 / 119)  # steps 60..118 of 0..118 are fast
+    assert at_30 == pytest.approx(29 / 59)
+
+
+def test_foot_penetration_is_depth_below_planted_height():
+    ground = np.array([0.04, 0.12])
+    height = np.tile(ground, (10, 1))
+    height[4, 1] = 0.12 - 0.031
+    height[6, 0] = 0.04 - 0.01
+    feet = feet_track(np.zeros((10, 2)), height)
+    assert metrics.foot_penetration(feet, ground) == pytest.approx(0.031)
+    assert metrics.foot_penetration(feet_track(np.zeros((10, 2)), ground + 0.1), ground) == 0.0
+
+
+def test_ground_heights_from_motion_finds_planted_height():
+    height = np.array([0.042, 0.117]) + np.abs(np.sin(np.linspace(0, 20, 400)))[:, None] * 0.3
+    height[::7] = np.array([0.042, 0.117])  # planted often enough for the 5% quantile
+    feet = feet_track(np.zeros((400, 2)), height)
+    np.testing.assert_allclose(metrics.ground_heights_from_motion(feet), [0.042, 0.117], atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------- root
+
+
+def test_integrate_path_constant_velocity():
+    velocity = np.tile([0.5, 1.0], (5, 1))
+    path = metrics.integrate_path(velocity, 0.1, start_xz=[2.0, 3.0])
+    np.testing.assert_allclose(path, [[2.0, 3.0], [2.05, 3.1], [2.1, 3.2], [2.15, 3.3], [2.2, 3.4]])
+
+
+def test_idle_drift_displacement_excursion_and_yaw_across_the_seam():
+    root = np.array([[0.0, 0.0], [0.03, 0.04], [0.0, 0.01]])
+    yaw = np.array([3.1, -3.1, 3.12])  # crosses +-pi: 0.0832 rad of turning, then back to +0.02
+    drift = metrics.idle_drift(root, yaw)
+    assert drift.displacement == pytest.approx(0.01)
+    assert drift.excursion == pytest.approx(0.05)
+    assert drift.yaw_change == pytest.approx(0.02)
+    assert drift.yaw_excursion == pytest.approx(2 * np.pi - 6.2)
+
+
+def test_response_time_linear_ramp_is_exact():
+    t = np.arange(0, 4, DT)
+    speed = np.clip(t - 1.0, 0.0, 1.0)  # command at t = 1, ramps to 1 m/s in 1 s
+    assert metrics.response_time(t, speed, 1.0, t_change=1.0) == pytest.approx(0.9)
+
+
+def test_response_time_first_order_lag():
+    tau = 0.3
+    t = np.arange(0, 5, 1 / 1000)
+    speed = np.where(t < 1, 0.0, 1.2 * (1 - np.exp(-(t - 1) / tau)))
+    assert metrics.response_time(t, speed, 1.2, t_change=1.0) == pytest.approx(tau * np.log(10), abs=1e-4)
+
+
+def test_response_time_slow_down_and_never():
+    t = np.arange(0, 5, DT)
+    speed = np.clip(3.0 - (t - 1.0), 1.0, 3.0)  # run 3 m/s -> walk 1 m/s at 1 m/s^2 from t = 1
+    assert metrics.response_time(t, speed, 1.0, t_change=1.0) == pytest.approx(1.8)
+    assert metrics.response_time(t, np.zeros_like(t), 1.0, t_change=1.0) == np.inf
+
+
+def test_heading_response_time_and_overshoot_across_the_seam():
+    t = np.arange(0, 4, DT)
+    start = 3.0
+    turned = np.clip(t - 1.0, 0.0, 1.0) * (np.pi / 2)  # 90 degrees in 1 s, from t = 1
+    heading = metrics.wrap_angle(start + turned)
+    target = metrics.wrap_angle(start + np.pi / 2)
+    assert metrics.heading_response_time(t, heading, target, t_change=1.0) == pytest.approx(0.9)
+    assert metrics.turn_overshoot(t, heading, target, t_change=1.0) == pytest.approx(0.0)
+
+
+def test_turn_overshoot_measures_the_swing_past_the_target():
+    t = np.arange(0, 4, DT)
+    # turn right (negative) by 90 deg, swinging 0.3 rad past the target, then settling back.
+    turned = np.interp(t, [0.0, 1.0, 2.0, 2.5], [0.0, 0.0, -np.pi / 2 - 0.3, -np.pi / 2])
+    overshoot = metrics.turn_overshoot(t, turned, -np.pi / 2, t_change=1.0)
+    assert overshoot == pytest.approx(0.3, abs=1e-3)
+
+
+def test_steady_state_errors_constant_velocity():
+    command = np.array([0.0, 1.2])
+    heading = 0.05
+    velocity = np.tile(1.08 * np.array([np.sin(heading), np.cos(heading)]), (100, 1))
+    errors = metrics.steady_state_errors(velocity, command)
+    assert errors.speed_error == pytest.approx(0.1)
+    assert errors.heading_error == pytest.approx(0.05)
+
+
+def test_steady_state_heading_ignores_sway_over_whole_cycles():
+    t = np.arange(0, 2, DT)  # two whole 1 s sway cycles
+    velocity = np.stack([0.2 * np.sin(2 * np.pi * t), np.full_like(t, 1.0)], axis=-1)
+    errors = metrics.steady_state_errors(velocity, np.tile([0.0, 1.0], (len(t), 1)))
+    assert errors.heading_error == pytest.approx(0.0, abs=1e-12)
+    assert errors.speed_error == pytest.approx(np.hypot(0.2 * np.sin(2 * np.pi * t), 1.0).mean() - 1.0)
+
+
+def test_facing_error_across_the_seam():
+    yaw = np.full(10, -np.pi + 0.05)
+    assert metrics.facing_error(yaw, [0.0, -1.0]) == pytest.approx(0.05)
+    assert metrics.facing_error(np.full(10, 0.1), [0.0, 1.0]) == pytest.approx(0.1)
+
+
+def test_path_following_error_lateral_offset_and_lag():
+    command = metrics.integrate_path(np.tile([0.0, 1.0], (300, 1)), DT)
+    offset = command + np.array([0.1, 0.0])
+    lagging = command * 0.5  # same line, half as far: lag costs nothing
+    assert metrics.path_following_error(command, offset).mean == pytest.approx(0.1)
+    assert metrics.path_following_error(command, offset).max == pytest.approx(0.1)
+    assert metrics.path_following_error(command, lagging).max == pytest.approx(0.0, abs=1e-12)
+
+
+def test_path_following_error_corner_cut():
+    # commanded: 1 m along +z then 1 m along +x. root: straight diagonal from (0,0) to (1,1).
+    corner = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    diagonal = np.stack([np.linspace(0, 1, 101)] * 2, axis=-1)
+    error = metrics.path_following_error(corner, diagonal)
+    # distance from (s, s) to the corner path is min(s, 1 - s): at most 0.5; over s = k / 100 its mean is 25 / 101.
+    assert error.max == pytest.approx(0.5)
+    assert error.mean == pytest.approx(25 / 101)
+
+
+# ---------------------------------------------------------------------------------------- pose and phase
+
+
+def test_mean_jerk_of_a_sinusoid():
+    amplitude, omega, dt = 0.1, 2 * np.pi * 1.5, 1 / 600
+    t = np.arange(0, 2, dt)  # three whole periods
+    positions = np.zeros((len(t), 1, 3))
+    positions[:, 0, 0] = amplitude * np.sin(omega * t)
+    expected = amplitude * omega ** 3 * 2 / np.pi  # mean of |A w^3 cos(w t)|
+    assert metrics.mean_jerk(positions, dt) == pytest.approx(expected, rel=2e-3)
+
+
+def test_mean_jerk_of_a_cubic_is_exact():
+    t = np.arange(0, 1, DT)
+    positions = np.zeros((len(t), 2, 3))
+    positions[:, 0, 1] = 2.0 * t ** 3  # jerk 12
+    positions[:, 1, 2] = 5.0 * t  # constant velocity: jerk 0
+    assert metrics.mean_jerk(positions, DT) == pytest.approx(6.0, rel=1e-6)
+
+
+def test_phase_consistency_invariances_and_a_known_value():
+    t = np.linspace(0, 3, 200)
+    path = np.stack([np.sin(t), t], axis=-1)
+    assert metrics.phase_consistency(path, path) == pytest.approx(1.0)
+    assert metrics.phase_consistency(2.5 * path + [4.0, -1.0], path) == pytest.approx(1.0)
+    assert metrics.phase_consistency(-path, path) == pytest.approx(-1.0)
+    along_x = np.stack([t, np.zeros_like(t)], axis=-1)
+    diagonal = np.stack([t, t], axis=-1)
+    assert metrics.phase_consistency(along_x, diagonal) == pytest.approx(1 / np.sqrt(2))
+    batched = metrics.phase_consistency(np.stack([path, along_x]), np.stack([path, diagonal]))
+    np.testing.assert_allclose(batched, [1.0, 1 / np.sqrt(2)])
