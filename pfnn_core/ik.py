@@ -1,0 +1,141 @@
+"""Two-bone leg IK and foot locking, over numpy arrays with leading batch dimensions.
+
+Rotations here are GLOBAL (world) joint rotations; a caller that needs local rotations takes
+`quat_inv_mul(parent_global, child_global)` afterwards. A solved leg keeps the ankle's global
+rotation, so the foot keeps its orientation and the toe follows the ankle.
+
+Foot locking [PFNN, MM]: when a foot joint's contact output rises above a threshold its world
+position is pinned; the pin's weight fades in and out with a halflife, and a pin is released early
+when the network's foot has moved too far from it (the body has moved on).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from pfnn_core.quat import quat_between, quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize
+
+_REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
+
+
+class LegSolution(NamedTuple):
+    hip_rot: np.ndarray  # [..., 4] new global rotation of the hip (upper leg) joint
+    knee_rot: np.ndarray  # [..., 4] new global rotation of the knee (lower leg) joint
+    knee_pos: np.ndarray  # [..., 3] new knee position
+    ankle_pos: np.ndarray  # [..., 3] new ankle position (= target when within reach)
+
+
+def _normalize(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), eps)
+
+
+def _angle_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    cos = np.sum(_normalize(u) * _normalize(v), axis=-1)
+    return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hint) -> LegSolution:
+    """Rotate hip and knee (global rotations) so the ankle reaches `target`.
+
+    Bone lengths are kept; a target out of reach is clamped to the nearest reachable point along
+    the hip->target line. The knee bends in the leg's current plane; `pole_hint` [..., 3] (the
+    direction the knee should point, e.g. the character's forward) picks the plane only when the leg
+    is straight. All inputs broadcast over leading dimensions.
+    """
+    a, b, c = (np.asarray(p, dtype=float) for p in (hip_pos, knee_pos, ankle_pos))
+    target = np.asarray(target, dtype=float)
+    thigh = b - a
+    shin = c - b
+    thigh_length = np.linalg.norm(thigh, axis=-1)
+    shin_length = np.linalg.norm(shin, axis=-1)
+    reach_max = (thigh_length + shin_length) * (1.0 - _REACH_MARGIN)
+    reach_min = np.abs(thigh_length - shin_length) * (1.0 + _REACH_MARGIN) + 1e-6
+    reach = np.clip(np.linalg.norm(target - a, axis=-1), reach_min, reach_max)
+
+    # 1. Bend the knee to the angle that puts the ankle at the reach distance (law of cosines).
+    knee_angle_now = _angle_between(a - b, c - b)
+    cos_goal = (thigh_length ** 2 + shin_length ** 2 - reach ** 2) / np.maximum(2.0 * thigh_length * shin_length, 1e-12)
+    knee_angle_goal = np.arccos(np.clip(cos_goal, -1.0, 1.0))
+    bend_axis = np.cross(thigh, shin)
+    straight_axis = np.cross(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
+    bent = np.linalg.norm(bend_axis, axis=-1, keepdims=True) > 1e-6 * np.maximum(
+        thigh_length * shin_length, 1e-12)[..., None]
+    bend_axis = _normalize(np.where(bent, bend_axis, straight_axis))
+    knee_turn = quat_from_angle_axis(knee_angle_now - knee_angle_goal, bend_axis)
+    bent_ankle = b + quat_mul_vec(knee_turn, shin)
+
+    # 2. Swing the whole leg about the hip so the hip->ankle line points at the target.
+    swing = quat_between(bent_ankle - a, target - a)
+    new_hip_rot = quat_normalize(quat_mul(swing, hip_rot))
+    new_knee_rot = quat_normalize(quat_mul(swing, quat_mul(knee_turn, knee_rot)))
+    new_knee_pos = a + quat_mul_vec(swing, thigh)
+    new_ankle_pos = a + quat_mul_vec(swing, bent_ankle - a)
+    return LegSolution(new_hip_rot, new_knee_rot, new_knee_pos, new_ankle_pos)
+
+
+def fade_weight(weight, goal, halflife: float, dt: float) -> np.ndarray:
+    """Move `weight` toward `goal` (exponential decay of the gap; half of it closed per halflife)."""
+    keep = 0.5 ** (dt / max(halflife, 1e-6))
+    return goal + (np.asarray(weight, dtype=float) - goal) * keep
+
+
+class FootLocks(NamedTuple):
+    target: np.ndarray  # [..., F, 3] pinned world positions
+    weight: np.ndarray  # [..., F] 0 = free, 1 = fully pinned
+    active: np.ndarray  # [..., F] bool: pin held (weight fading in) vs released (fading out)
+
+
+def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, threshold: float,
+                      fade_halflife: float, release_distance: float, dt: float) -> FootLocks:
+    """Advance the pins of F foot joints by one tick.
+
+    A pin starts on the rising edge of a contact (at the foot's currently displayed position, so the
+    foot does not jump), holds while the contact stays high and the network's foot `foot_pos` stays
+    within `release_distance` (horizontally) of it, and otherwise fades out.
+    """
+    foot_pos = np.asarray(foot_pos, dtype=float)
+    in_contact = np.asarray(contacts) > threshold
+    was_in_contact = np.asarray(previous_contacts) > threshold
+    displayed = locked_positions(foot_pos, locks)
+    rising = in_contact & ~was_in_contact
+    target = np.where(rising[..., None], displayed, locks.target)
+    offset = (target - foot_pos)[..., [0, 2]]
+    too_far = np.linalg.norm(offset, axis=-1) > release_distance
+    active = (in_contact & (locks.active | rising)) & ~too_far
+    weight = fade_weight(locks.weight, active.astype(float), fade_halflife, dt)
+    return FootLocks(target, weight, active)
+
+
+def locked_positions(foot_pos, locks: FootLocks) -> np.ndarray:
+    """The foot positions after pinning: the network's foot pulled toward its pin by the pin weight."""
+    foot_pos = np.asarray(foot_pos, dtype=float)
+    return foot_pos + locks.weight[..., None] * (locks.target - foot_pos)
+
+
+def empty_foot_locks(batch_shape: tuple[int, ...], feet: int) -> FootLocks:
+    return FootLocks(np.zeros(batch_shape + (feet, 3)), np.zeros(batch_shape + (feet,)),
+                     np.zeros(batch_shape + (feet,), dtype=bool))
+
+
+def foot_targets(ankle_pos, toe_pos, ankle_pin, toe_pin, ankle_weight, toe_weight):
+    """Where a rigid foot should go so that its pinned joints are honoured.
+
+    The ankle pin wins; a toe pinned alone (heel off the ground) drags the whole foot with it.
+    Returns (ankle_target [..., 3], toe_aim [..., 3]): the point the toe should end at, which the
+    caller reaches by turning the foot about the ankle (`foot_rotation_toward`).
+    """
+    ankle_w = np.asarray(ankle_weight, dtype=float)[..., None]
+    toe_w = np.asarray(toe_weight, dtype=float)[..., None]
+    shift = ankle_w * (ankle_pin - ankle_pos) + (1.0 - ankle_w) * toe_w * (toe_pin - toe_pos)
+    toe_aim = toe_pos + shift + toe_w * (toe_pin - (toe_pos + shift))
+    return ankle_pos + shift, toe_aim
+
+
+def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.ndarray:
+    """Rotate the ankle's global rotation about the ankle so the toe points toward `toe_aim`,
+    by `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
+    full = quat_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
+    angle = 2.0 * np.arctan2(np.linalg.norm(full[..., 1:], axis=-1), full[..., 0])
+    partial = quat_from_angle_axis(np.asarray(weight) * angle, full[..., 1:])
+    return quat_normalize(quat_mul(partial, ankle_rot))

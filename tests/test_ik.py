@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+
+from pfnn_core.ik import (empty_foot_locks, fade_weight, foot_rotation_toward, foot_targets,
+                          locked_positions, two_bone_ik, update_foot_locks)
+from pfnn_core.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
+
+THIGH = np.array([0.0, -0.45, 0.03])
+SHIN = np.array([0.0, -0.43, -0.04])
+
+
+def leg_fk(hip_pos, hip_rot, knee_rot):
+    """Bones hang along THIGH/SHIN in the identity pose; rotations are global."""
+    knee = hip_pos + quat_mul_vec(hip_rot, THIGH)
+    return knee, knee + quat_mul_vec(knee_rot, SHIN)
+
+
+def random_rotations(rng, n, max_angle):
+    return quat_from_angle_axis(rng.uniform(-max_angle, max_angle, n), rng.normal(size=(n, 3)))
+
+
+def test_locked_foot_stays_within_1mm_while_hips_move_within_reach():
+    rng = np.random.default_rng(0)
+    steps = 200
+    t = np.linspace(0.0, 2.0 * np.pi, steps)
+    # Hips sway and bob around a planted foot; the animated leg pose wobbles too.
+    hips = np.stack([0.12 * np.sin(t), 0.86 + 0.03 * np.sin(2 * t), 0.15 * np.cos(t)], axis=-1)
+    hip_rot = random_rotations(rng, steps, 0.3)
+    knee_rot = quat_normalize(hip_rot + 0.1 * random_rotations(rng, steps, 0.3))
+    target = np.array([0.02, 0.08, 0.05])
+    knee, ankle = leg_fk(hips, hip_rot, knee_rot)
+    pole = np.broadcast_to([0.0, 0.0, 1.0], hips.shape)
+    solved = two_bone_ik(hips, knee, ankle, hip_rot, knee_rot, target, pole)
+    # The returned rotations, run through forward kinematics, put the ankle on the target.
+    knee_fk, ankle_fk = leg_fk(hips, solved.hip_rot, solved.knee_rot)
+    assert np.max(np.linalg.norm(ankle_fk - target, axis=-1)) < 1e-3
+    np.testing.assert_allclose(knee_fk, solved.knee_pos, atol=1e-9)
+    np.testing.assert_allclose(ankle_fk, solved.ankle_pos, atol=1e-9)
+
+
+def test_unreachable_target_is_clamped_along_the_hip_target_line():
+    hip = np.array([0.0, 1.0, 0.0])
+    hip_rot = quat_from_angle_axis(0.2, [1.0, 0.0, 0.0])
+    knee_rot = quat_from_angle_axis(-0.3, [1.0, 0.0, 0.0])
+    knee, ankle = leg_fk(hip, hip_rot, knee_rot)
+    target = np.array([0.5, -1.0, 0.3])
+    solved = two_bone_ik(hip, knee, ankle, hip_rot, knee_rot, target, [0.0, 0.0, 1.0])
+    _, ankle_fk = leg_fk(hip, solved.hip_rot, solved.knee_rot)
+    leg_length = np.linalg.norm(THIGH) + np.linalg.norm(SHIN)
+    direction = (target - hip) / np.linalg.norm(target - hip)
+    np.testing.assert_allclose(ankle_fk, hip + direction * leg_length, atol=leg_length * 2e-4)
+
+
+def test_straight_leg_bends_toward_the_pole():
+    hip = np.array([0.0, 1.0, 0.0])
+    thigh_straight = np.array([0.0, -0.45, 0.0])
+    knee = hip + thigh_straight
+    ankle = knee + np.array([0.0, -0.45, 0.0])
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    solved = two_bone_ik(hip, knee, ankle, identity, identity, [0.0, 0.3, 0.0], [0.0, 0.0, 1.0])
+    assert solved.knee_pos[2] > 0.1  # knee forward (+Z), not backward
+    np.testing.assert_allclose(solved.ankle_pos, [0.0, 0.3, 0.0], atol=1e-6)
+
+
+def test_fade_weight_halves_the_gap_per_halflife():
+    assert fade_weight(0.0, 1.0, halflife=0.1, dt=0.1) == pytest.approx(0.5)
+    assert fade_weight(1.0, 0.0, halflife=0.1, dt=0.2) == pytest.approx(0.25)
+
+
+def test_foot_lock_pins_on_contact_and_releases():
+    locks = empty_foot_locks((1,), 2)
+    dt = 1 / 60
+    foot = np.array([[[0.0, 0.1, 0.0], [0.3, 0.1, 0.0]]])
+    contacts = np.array([[0.9, 0.1]])
+    locks = update_foot_locks(locks, foot, contacts, np.zeros((1, 2)), 0.5, 0.02, 0.2, dt)
+    assert locks.active.tolist() == [[True, False]]
+    np.testing.assert_allclose(locks.target[0, 0], foot[0, 0])
+    # The network's foot slides 5 cm; after the fade-in the displayed foot stays on the pin.
+    for _ in range(30):
+        locks = update_foot_locks(locks, foot + [0.05, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
+    np.testing.assert_allclose(locked_positions(foot + [0.05, 0, 0], locks)[0, 0], foot[0, 0], atol=1e-3)
+    assert locks.weight[0, 1] == 0.0
+    # Sliding past the release distance releases the pin even while in contact.
+    released = update_foot_locks(locks, foot + [0.5, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
+    assert not released.active[0, 0] and released.weight[0, 0] < locks.weight[0, 0]
+    # Contact ending fades the pin out.
+    ended = update_foot_locks(locks, foot, np.zeros((1, 2)), contacts, 0.5, 0.02, 0.2, dt)
+    assert not ended.active[0, 0]
+
+
+def test_foot_targets_and_rotation():
+    ankle, toe = np.array([0.0, 0.1, 0.0]), np.array([0.0, 0.04, 0.15])
+    pin_ankle, pin_toe = ankle + [0.1, 0, 0], toe + [0.0, 0, 0.05]
+    target, aim = foot_targets(ankle, toe, pin_ankle, pin_toe, 1.0, 0.0)
+    np.testing.assert_allclose(target, pin_ankle)
+    np.testing.assert_allclose(aim, toe + [0.1, 0, 0])
+    target, aim = foot_targets(ankle, toe, pin_ankle, pin_toe, 0.0, 1.0)
+    np.testing.assert_allclose(target, ankle + [0, 0, 0.05])
+    np.testing.assert_allclose(aim, pin_toe)
+    rot = foot_rotation_toward(np.array([1.0, 0, 0, 0]), ankle, toe, ankle + [0.0, 0.0, 0.2], 1.0)
+    toe_dir = quat_mul_vec(rot, toe - ankle)
+    np.testing.assert_allclose(toe_dir / np.linalg.norm(toe_dir), [0, 0, 1], atol=1e-9)
