@@ -1,0 +1,721 @@
+"""Network features: the control root frame, the trajectory window, the feature layout and the dataset.
+
+Owns (contract in ARCHITECTURE.md): `SIM_FPS`, `TRAJ_OFFSETS`, `FUTURE_OFFSETS`, `root_frames`,
+`gait_from_speed`, `FeatureLayout` (named slices; the only place that knows offsets), `make_layouts`,
+`clip_features`, `build_training_data -> TrainingData`, `normalisation`, `split_by_clip`,
+`skeleton_dict`.
+
+Conventions: Y up, metres, seconds; yaw about +Y with yaw 0 facing +Z (`quat_from_yaw`). A vector in
+"root frame i" is the world vector rotated by the inverse root yaw of frame i, relative to the root
+position (hips projected on the ground).
+
+Decisions measured on the bundled data (see tests/test_features.py for the checks):
+- Facing = average of the hip-line and shoulder-line normals (left-to-right vector x up), gaussian
+  smoothed (sigma 0.1 s): the per-step pelvis twist is largely cancelled by the counter-rotating
+  shoulders, and it points along the walking direction.
+- When the skeleton's root joint is not the hips (the bundled `joint_Root` never moves), that joint's
+  features are the control root itself (position 0, identity rotation, root velocity), so they do
+  not grow with the distance walked from the world origin.
+- Standing data. The bundled set has no idle clips; its standing clips (feet planted, arms raised
+  and lowered) are detected as clips whose root barely moves. Only their arms-down frames (hand
+  heights within ARMS_DOWN_TOLERANCE of the clip's first frame) are kept, as calm standing samples:
+  zero root motion and trajectory, facing straight ahead, gait 'stand', contacts on, dphase 0. Each
+  arms-down run is replicated STANDING_REPLICAS times with phase offsets spread over [0, 1), so a zero
+  command gives a calm pose at whatever phase the runtime holds (raised arms are never shown as
+  "standing", and standing does not tie to phase 0 only).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from scipy.ndimage import gaussian_filter1d
+
+from pfnn_core import quat
+from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
+from pfnn_core.phase import (
+    cycle_strides, phase_from_contacts, phase_from_root_height, standing_frames, stride_statistics, touchdowns,
+)
+
+log = logging.getLogger(__name__)
+
+SIM_FPS = 60
+TRAJ_OFFSETS = tuple(range(-60, 60, 10))  # 12 samples, 1 s back to ~1 s ahead, frames at 60 Hz
+FUTURE_OFFSETS = tuple(range(10, 70, 10))  # 6 samples the network predicts, +10..+60 frames
+GAIT_NAMES = ("stand", "walk", "run")
+CONTACT_NAMES = ("foot_left", "toe_left", "foot_right", "toe_right")
+
+FACING_SIGMA_S = 0.1
+SPEED_SIGMA_S = 0.25  # speed used for gait labels is smoothed over about a step
+EXTRAPOLATION_FIT_FRAMES = 10
+MIN_CLIP_S = 0.5
+STANDING_MAX_SPEED = 0.25  # m/s: a clip whose mean root speed is below this is standing data
+ARMS_DOWN_TOLERANCE = 0.05  # m: hands within this height of the clip's first frame are "down"
+STANDING_REPLICAS = 4
+PLAUSIBLE_SPEED = (0.05, 6.0)  # m/s mean clip speed outside this: warn (a wrong Frame Time?)
+
+
+# ----------------------------------------------------------------------------------------------
+# Feature layout
+
+
+class FeatureLayout:
+    """Named blocks of one flat feature vector: name -> shape -> slice.
+
+    `pack(dict) -> array [..., size]` and `unpack(array) -> dict of views [..., *shape]` work on any
+    leading batch dims; `to_json`/`from_json` round trip (stored in checkpoints).
+    """
+
+    def __init__(self, entries):
+        self.entries = [(str(name), tuple(int(n) for n in shape)) for name, shape in entries]
+        self._slices, start = {}, 0
+        for name, shape in self.entries:
+            if name in self._slices:
+                raise ValueError(f"duplicate feature name {name!r}")
+            width = int(np.prod(shape)) if shape else 1
+            self._slices[name] = slice(start, start + width)
+            start += width
+        self.size = start
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.entries]
+
+    def shape(self, name: str) -> tuple:
+        return dict(self.entries)[name]
+
+    def slice(self, name: str) -> slice:
+        return self._slices[name]
+
+    def pack(self, values: dict, dtype=np.float32) -> np.ndarray:
+        missing = [name for name in self.names if name not in values]
+        if missing:
+            raise KeyError(f"missing features {missing}")
+        first = np.asarray(values[self.names[0]])
+        batch = first.shape[: first.ndim - len(self.shape(self.names[0]))]
+        out = np.empty(batch + (self.size,), dtype=dtype)
+        for name, shape in self.entries:
+            out[..., self._slices[name]] = np.asarray(values[name]).reshape(batch + (-1,))
+        return out
+
+    def unpack(self, array) -> dict:
+        batch = array.shape[:-1]
+        if array.shape[-1] != self.size:
+            raise ValueError(f"feature vector has {array.shape[-1]} values, layout expects {self.size}")
+        return {name: array[..., self._slices[name]].reshape(batch + shape) for name, shape in self.entries}
+
+    def to_json(self) -> str:
+        return json.dumps({"entries": [[name, list(shape)] for name, shape in self.entries]})
+
+    @staticmethod
+    def from_json(text):
+        """Rebuild what `to_json` wrote: a FeatureLayout, or a ModelLayout for an {x, y} pair."""
+        value = json.loads(text) if isinstance(text, (str, bytes)) else text
+        if "x" in value and "y" in value:
+            return ModelLayout(FeatureLayout.from_json(value["x"]), FeatureLayout.from_json(value["y"]))
+        return FeatureLayout(value["entries"])
+
+    def __eq__(self, other):
+        return isinstance(other, FeatureLayout) and self.entries == other.entries
+
+    def __repr__(self):
+        return f"FeatureLayout(size={self.size}, {', '.join(f'{n}{list(s)}' for n, s in self.entries)})"
+
+
+class ModelLayout(NamedTuple):
+    """The input (x) and output (y) layouts of the network; unpacks as `x_layout, y_layout`."""
+
+    x: FeatureLayout
+    y: FeatureLayout
+
+    def to_json(self) -> str:
+        return json.dumps({"x": json.loads(self.x.to_json()), "y": json.loads(self.y.to_json())})
+
+    @staticmethod
+    def from_json(text) -> "ModelLayout":
+        return FeatureLayout.from_json(text)
+
+
+def make_layouts(num_joints: int) -> ModelLayout:
+    """(x_layout, y_layout) for a skeleton of num_joints joints (ARCHITECTURE.md)."""
+    traj, future, j = len(TRAJ_OFFSETS), len(FUTURE_OFFSETS), num_joints
+    x_layout = FeatureLayout([
+        ("traj_pos", (traj, 2)), ("traj_dir", (traj, 2)), ("traj_gait", (traj, len(GAIT_NAMES))),
+        ("joint_pos", (j, 3)), ("joint_vel", (j, 3)),
+    ])
+    y_layout = FeatureLayout([
+        ("root_vel", (2,)), ("root_yaw_rate", (1,)), ("dphase", (1,)), ("contacts", (len(CONTACT_NAMES),)),
+        ("future_pos", (future, 2)), ("future_dir", (future, 2)),
+        ("joint_pos", (j, 3)), ("joint_vel", (j, 3)), ("joint_rot", (j, 6)),
+    ])
+    return ModelLayout(x_layout, y_layout)
+
+
+# ----------------------------------------------------------------------------------------------
+# Small planar helpers (yaw about +Y; yaw 0 faces +Z, positive yaw turns +Z toward +X)
+
+
+def rotate_xz(yaw, vectors):
+    """Rotate (x, z) pairs [..., 2] by yaw [...]: local root frame -> world."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    x, z = vectors[..., 0], vectors[..., 1]
+    return np.stack([c * x + s * z, -s * x + c * z], axis=-1)
+
+
+def inverse_rotate_xz(yaw, vectors):
+    """Rotate (x, z) pairs [..., 2] by -yaw: world -> local root frame."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    x, z = vectors[..., 0], vectors[..., 1]
+    return np.stack([c * x - s * z, s * x + c * z], axis=-1)
+
+
+def wrap_angle(angle):
+    return (np.asarray(angle) + np.pi) % (2 * np.pi) - np.pi
+
+
+def gait_from_speed(speed) -> np.ndarray:
+    """Soft (stand, walk, run) labels [..., 3] from ground speed (m/s); shared by training and runtime.
+
+    stand below 0.3 m/s, fading out by 0.8; run fading in from 1.6 to full at 2.2; walk in between.
+    """
+    speed = np.asarray(speed, float)
+
+    def smoothstep(low, high, value):
+        t = np.clip((value - low) / (high - low), 0.0, 1.0)
+        return t * t * (3.0 - 2.0 * t)
+
+    stand = 1.0 - smoothstep(0.3, 0.8, speed)
+    run = smoothstep(1.6, 2.2, speed)
+    return np.stack([stand, 1.0 - stand - run, run], axis=-1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Skeleton roles from names and hierarchy
+
+
+def hips_joint(names, parents, global_positions=None) -> int:
+    """The joint whose ground projection is the control root: 'Hips'/'Pelvis' by name, else the root
+    joint, or its first child when the root joint itself never moves (as `joint_Root` here)."""
+    for index, name in enumerate(names):
+        lower = name.lower()
+        if lower in ("hips", "hip", "pelvis") or (("hips" in lower or "pelvis" in lower) and joint_side(name) is None):
+            return index
+    root = int(np.flatnonzero(np.asarray(parents) < 0)[0])
+    if global_positions is not None:
+        children = [j for j, p in enumerate(parents) if p == root]
+        if children and np.ptp(global_positions[:, root], axis=0).max() < 1e-6:
+            return children[0]
+    return root
+
+
+def _topmost_side_ancestor(joint: int, parents, names) -> int:
+    side = joint_side(names[joint])
+    top = joint
+    parent = parents[joint]
+    while parent >= 0 and joint_side(names[parent]) == side:
+        top, parent = parent, parents[parent]
+    return top
+
+
+def _hand_joints(names) -> dict:
+    hands = {}
+    for index, name in enumerate(names):
+        side, lower = joint_side(name), name.lower()
+        if side and ("hand" in lower or "wrist" in lower) and side not in hands:
+            hands[side] = index
+    return hands
+
+
+def body_lines(names, parents) -> dict:
+    """Joint pairs (left, right) for the hip line and, when found, the shoulder line."""
+    feet = foot_joints(names, parents)
+    lines = {"hips": (_topmost_side_ancestor(feet["left_foot"], parents, names),
+                      _topmost_side_ancestor(feet["right_foot"], parents, names))}
+    hands = _hand_joints(names)
+    if "left" in hands and "right" in hands:
+        lines["shoulders"] = (_topmost_side_ancestor(hands["left"], parents, names),
+                              _topmost_side_ancestor(hands["right"], parents, names))
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Root frames and trajectories
+
+
+def facing_directions(global_positions, names, parents, dt: float, sigma_s: float = FACING_SIGMA_S) -> np.ndarray:
+    """Unit facing (x, z) [F, 2]: the smoothed mean of the hip-line and shoulder-line normals."""
+    normals = []
+    for left, right in body_lines(names, parents).values():
+        across = global_positions[:, left, [0, 2]] - global_positions[:, right, [0, 2]]
+        # forward = across x up: with +X on the left, this is +Z.
+        normal = np.stack([-across[:, 1], across[:, 0]], axis=-1)
+        normals.append(normal / np.maximum(np.linalg.norm(normal, axis=-1, keepdims=True), 1e-9))
+    facing = np.mean(normals, axis=0)
+    if sigma_s > 0 and len(facing) > 1:
+        facing = gaussian_filter1d(facing, sigma_s / dt, axis=0, mode="nearest")
+    return facing / np.maximum(np.linalg.norm(facing, axis=-1, keepdims=True), 1e-9)
+
+
+def root_frames(motion, sigma_s: float = FACING_SIGMA_S):
+    """Control root per frame: (root_pos [F, 3] hips on the ground y=0, root_rot [F, 4] yaw quaternion)."""
+    global_positions = motion.global_positions()
+    names, parents = motion.names, np.asarray(motion.parents)
+    hips = hips_joint(names, parents, global_positions)
+    root_pos = global_positions[:, hips].copy()
+    root_pos[:, 1] = 0.0
+    facing = facing_directions(global_positions, names, parents, motion.frame_time, sigma_s)
+    return root_pos, quat.quat_from_yaw(np.arctan2(facing[:, 0], facing[:, 1]))
+
+
+def extend_root_path(root_xz, root_yaw, pad: int, fit_frames: int = EXTRAPOLATION_FIT_FRAMES):
+    """Extrapolate the root path `pad` frames past both ends: constant local velocity and yaw rate.
+
+    root_xz [F, 2], root_yaw [F] -> ([F + 2 pad, 2], [F + 2 pad]).
+    """
+    frames = len(root_xz)
+    if pad == 0:
+        return root_xz, root_yaw
+    if frames < 2:
+        return np.repeat(root_xz, frames + 2 * pad, axis=0)[: frames + 2 * pad], np.full(frames + 2 * pad, root_yaw[0])
+    n = max(1, min(fit_frames, frames - 1))
+
+    def one_end(positions, yaws, direction):
+        # positions/yaws ordered away from the end (index 0 = the end frame).
+        steps_local = inverse_rotate_xz(yaws[:n], positions[:n] - positions[1 : n + 1])
+        velocity = steps_local.mean(axis=0)
+        yaw_rate = np.mean(wrap_angle(yaws[:n] - yaws[1 : n + 1]))
+        k = np.arange(1, pad + 1)
+        new_yaws = yaws[0] + yaw_rate * k
+        new_positions = positions[0] + np.cumsum(rotate_xz(new_yaws, np.broadcast_to(velocity, (pad, 2))), axis=0)
+        return new_positions, new_yaws
+
+    unwrapped = np.unwrap(root_yaw)
+    after_pos, after_yaw = one_end(root_xz[::-1], unwrapped[::-1], 1)
+    before_pos, before_yaw = one_end(root_xz, unwrapped, -1)
+    return (np.concatenate([before_pos[::-1], root_xz, after_pos]),
+            np.concatenate([before_yaw[::-1], unwrapped, after_yaw]))
+
+
+def trajectory_window(root_xz, root_yaw, offsets, dt: float):
+    """Trajectory samples at frame offsets, each in the root frame of its own frame i.
+
+    Returns positions [F, K, 2], facing directions [F, K, 2] and speeds [F, K] (m/s, smoothed);
+    frames past the clip ends come from `extend_root_path`.
+    """
+    offsets = np.asarray(offsets)
+    pad = int(np.abs(offsets).max())
+    xz, yaw = extend_root_path(root_xz, root_yaw, pad)
+    velocity = np.gradient(xz, dt, axis=0) if len(xz) > 1 else np.zeros_like(xz)
+    speed = np.linalg.norm(gaussian_filter1d(velocity, SPEED_SIGMA_S / dt, axis=0, mode="nearest"), axis=-1)
+    frames = np.arange(len(root_xz))
+    index = frames[:, None] + pad + offsets[None, :]
+    here = frames + pad
+    positions = inverse_rotate_xz(yaw[here][:, None], xz[index] - xz[here][:, None])
+    relative_yaw = yaw[index] - yaw[here][:, None]
+    directions = np.stack([np.sin(relative_yaw), np.cos(relative_yaw)], axis=-1)
+    return positions, directions, speed[index]
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-clip labels and features
+
+
+@dataclass
+class ClipLabels:
+    """Everything measured on one clip at its own frame rate (arrays over frames F)."""
+
+    global_positions: np.ndarray  # [F, J, 3]
+    global_rotations: np.ndarray  # [F, J, 4]
+    root_xz: np.ndarray  # [F, 2]
+    root_yaw: np.ndarray  # [F]
+    root_speed: np.ndarray  # [F] m/s
+    contact_joints: list  # 4 joint indices (CONTACT_NAMES order)
+    contacts: np.ndarray  # [F, 4] bool
+    phase: np.ndarray  # [F] in [0, 1)
+    phase_method: str  # 'contacts' | 'root_height' | 'none'
+    standing: np.ndarray  # [F] bool: both feet planted and the root nearly still
+    hips: int
+    dt: float
+
+
+def clip_labels(motion) -> ClipLabels:
+    """Root frames, contacts and phase of one clip (at the motion's own frame rate)."""
+    dt = motion.frame_time
+    global_rotations, global_positions = motion.global_rotations(), motion.global_positions()
+    names, parents = motion.names, np.asarray(motion.parents)
+    hips = hips_joint(names, parents, global_positions)
+    root_xz = global_positions[:, hips, [0, 2]]
+    facing = facing_directions(global_positions, names, parents, dt)
+    root_yaw = np.arctan2(facing[:, 0], facing[:, 1])
+    root_speed = np.linalg.norm(np.gradient(root_xz, dt, axis=0), axis=-1) if len(root_xz) > 1 else np.zeros(len(root_xz))
+
+    joints = contact_joint_order(foot_joints(names, parents))
+    contacts = foot_contacts(global_positions[:, joints], dt)
+    left, right = contacts[:, 0] | contacts[:, 1], contacts[:, 2] | contacts[:, 3]
+    standing = standing_frames(right, left, root_speed)
+    steps = min(len(touchdowns(right)), len(touchdowns(left)))
+    moving = np.mean(root_speed) > STANDING_MAX_SPEED
+    if steps >= 1 or not moving:
+        phase, method = phase_from_contacts(right, left, standing=standing), "contacts" if steps >= 1 else "none"
+    else:
+        min_cycle = 0.5 if np.mean(root_speed) > 2.0 else 0.8
+        phase, method = phase_from_root_height(global_positions[:, hips, 1], dt, min_cycle), "root_height"
+    return ClipLabels(global_positions, global_rotations, root_xz, root_yaw, root_speed, joints, contacts,
+                      phase, method, standing, hips, dt)
+
+
+def arms_down_frames(labels: ClipLabels, names, parents, tolerance: float = ARMS_DOWN_TOLERANCE) -> np.ndarray:
+    """[F] bool: every hand within `tolerance` m of its height in the clip's first frame."""
+    hands = list(_hand_joints(names).values())
+    if not hands:
+        return np.ones(len(labels.phase), bool)
+    heights = labels.global_positions[:, hands, 1]
+    return np.all(np.abs(heights - heights[:1]) < tolerance, axis=-1)
+
+
+@dataclass
+class ClipFeatures:
+    """Network samples of one clip at SIM_FPS: row r is frame r + 1 (frame 0 has no previous pose)."""
+
+    x: np.ndarray  # [N, nx] float32
+    y: np.ndarray  # [N, ny] float32
+    phase: np.ndarray  # [N]
+    is_standing_clip: bool
+    arms_down: np.ndarray  # [N] bool (all True unless a standing clip)
+    mean_speed: float
+    cycle_speeds: np.ndarray  # per complete cycle: mean speed (m/s)
+    stride_lengths: np.ndarray  # per complete cycle: stride length (m)
+    labels: ClipLabels = field(repr=False)
+
+
+def _resampled(motion):
+    if abs(motion.frame_time * SIM_FPS - 1.0) < 1e-6:
+        return motion
+    from pfnn_core.kinematics import resample
+
+    return resample(motion, SIM_FPS)
+
+
+def clip_features(motion, layouts: ModelLayout | None = None) -> ClipFeatures:
+    """X, Y and phase for every frame (but the first) of one clip, resampled to SIM_FPS first."""
+    motion = _resampled(motion)
+    dt = 1.0 / SIM_FPS
+    layouts = layouts or make_layouts(motion.num_joints)
+    labels = clip_labels(motion)
+    frames = len(labels.phase)
+    if frames < 2:
+        raise ValueError(f"{motion.source or 'clip'}: too short ({frames} frames) to make samples")
+    names, parents = motion.names, np.asarray(motion.parents)
+
+    yaw = labels.root_yaw
+    root_xyz = np.zeros((frames, 3))
+    root_xyz[:, [0, 2]] = labels.root_xz
+    root_rot = quat.quat_from_yaw(yaw)
+    world_pos, world_rot = labels.global_positions.copy(), labels.global_rotations.copy()
+    root_joint = int(np.flatnonzero(parents < 0)[0])
+    if root_joint != labels.hips:
+        world_pos[:, root_joint], world_rot[:, root_joint] = root_xyz, root_rot
+    world_vel = np.gradient(world_pos, dt, axis=0)
+
+    local_pos = world_pos - root_xyz[:, None]
+    local_pos[..., [0, 2]] = inverse_rotate_xz(yaw[:, None], local_pos[..., [0, 2]])
+    local_vel = world_vel.copy()
+    local_vel[..., [0, 2]] = inverse_rotate_xz(yaw[:, None], world_vel[..., [0, 2]])
+    local_rot6 = quat.quat_to_6d(quat.quat_inv_mul(root_rot[:, None], world_rot))
+
+    traj_pos, traj_dir, traj_speed = trajectory_window(labels.root_xz, yaw, TRAJ_OFFSETS, dt)
+    future_pos, future_dir, _ = trajectory_window(labels.root_xz, yaw, FUTURE_OFFSETS, dt)
+
+    now, before = np.arange(1, frames), np.arange(0, frames - 1)
+    root_vel = inverse_rotate_xz(yaw[before][:, None], (labels.root_xz[now] - labels.root_xz[before])[:, None])[:, 0] / dt
+    x = layouts.x.pack({
+        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now], "traj_gait": gait_from_speed(traj_speed[now]),
+        "joint_pos": local_pos[before], "joint_vel": local_vel[before],
+    })
+    y = layouts.y.pack({
+        "root_vel": root_vel,
+        "root_yaw_rate": wrap_angle(yaw[now] - yaw[before])[:, None] / dt,
+        "dphase": ((labels.phase[now] - labels.phase[before]) % 1.0)[:, None],
+        "contacts": labels.contacts[now].astype(np.float32),
+        "future_pos": future_pos[now], "future_dir": future_dir[now],
+        "joint_pos": local_pos[now], "joint_vel": local_vel[now], "joint_rot": local_rot6[now],
+    })
+    mean_speed = float(np.mean(labels.root_speed))
+    standing_clip = mean_speed < STANDING_MAX_SPEED
+    arms_down = arms_down_frames(labels, names, parents) if standing_clip else np.ones(frames, bool)
+    if standing_clip:
+        speeds, strides = np.zeros(0), np.zeros(0)
+    else:
+        speeds, strides = cycle_strides(labels.phase, root_xyz, dt)
+    return ClipFeatures(x, y, labels.phase[now], standing_clip, arms_down[now] & arms_down[before],
+                        mean_speed, speeds, strides, labels)
+
+
+def calm_standing_samples(features: ClipFeatures, layouts: ModelLayout, replicas: int, rng):
+    """Arms-down rows of a standing clip as calm standing samples (see the module docstring).
+
+    Returns (x, y, phase, next_index_local) with each arms-down run replicated `replicas` times
+    at phase offsets spread over [0, 1); next_index_local chains rows within a run, -1 at its end.
+    """
+    keep = np.flatnonzero(features.arms_down)
+    if len(keep) == 0:
+        return None
+    x, y = features.x[keep].copy(), features.y[keep].copy()
+    xv, yv = layouts.x.unpack(x), layouts.y.unpack(y)
+    xv["traj_pos"][:] = 0.0
+    xv["traj_dir"][:] = (0.0, 1.0)
+    xv["traj_gait"][:] = (1.0, 0.0, 0.0)
+    for name in ("root_vel", "root_yaw_rate", "dphase", "future_pos"):
+        yv[name][:] = 0.0
+    yv["future_dir"][:] = (0.0, 1.0)
+    yv["contacts"][:] = 1.0
+    run_start = np.r_[True, np.diff(keep) != 1]
+    run_id = np.cumsum(run_start) - 1
+    last_in_run = np.r_[run_id[1:] != run_id[:-1], True]
+    xs, ys, phases, nexts = [], [], [], []
+    for replica in range(replicas):
+        offsets = (replica + rng.random(run_id.max() + 1)) / replicas
+        phases.append(offsets[run_id])
+        nexts.append(np.where(last_in_run, -1, np.arange(len(keep)) + 1 + replica * len(keep)))
+        xs.append(x)
+        ys.append(y)
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(phases), np.concatenate(nexts)
+
+
+# ----------------------------------------------------------------------------------------------
+# The training set
+
+
+@dataclass
+class TrainingData:
+    """Packed samples of a BVH set (ARCHITECTURE.md 'Training data'); arrays are float32/int64."""
+
+    x: np.ndarray  # [N, nx] raw (unnormalised), packed with layout.x
+    y: np.ndarray  # [N, ny] raw, packed with layout.y
+    phase: np.ndarray  # [N] in [0, 1)
+    clip: np.ndarray  # [N] clip id; mirrored copies share their source clip's id
+    next_index: np.ndarray  # [N] row of the next sample of the same clip, -1 at the end
+    layout: ModelLayout  # (x, y) layouts; `x_layout, y_layout = data.layout`
+    clip_names: list  # clip id -> source file name
+    skeleton: dict
+    stride: dict
+    gait_speeds: dict
+    mirrored: np.ndarray = None  # [N] bool
+    standing: np.ndarray = None  # [N] bool: calm standing samples
+    summary: dict = field(default_factory=dict)  # counts, hash, build seconds
+
+
+def bvh_paths(paths_or_folder) -> list[Path]:
+    """Sorted BVH files from a folder, a file, or a list of them; ValueError when there are none."""
+    items = [paths_or_folder] if isinstance(paths_or_folder, (str, os.PathLike)) else list(paths_or_folder)
+    found = []
+    for item in items:
+        item = Path(item)
+        if item.is_dir():
+            found += sorted(Path(p) for p in glob.glob(str(item / "*.bvh")) + glob.glob(str(item / "*.BVH")))
+        elif item.exists():
+            found.append(item)
+        else:
+            raise ValueError(f"{item}: no such file or folder")
+    if not found:
+        raise ValueError(f"{paths_or_folder}: no BVH files found")
+    return sorted(set(found))
+
+
+def skeleton_dict(motion) -> dict:
+    """The skeleton as stored in checkpoints: enough to rebuild a Motion and to write BVH."""
+    names, parents = list(motion.names), np.asarray(motion.parents)
+    feet = foot_joints(names, parents)
+    hips = hips_joint(names, parents)
+    root_joint = int(np.flatnonzero(parents < 0)[0])
+    return {
+        "names": names,
+        "parents": [int(p) for p in parents],
+        "offsets": np.asarray(motion.offsets, float).tolist(),
+        "channels": [list(c) for c in motion.channels],
+        "scale": float(motion.scale),
+        "end_sites": {str(int(j)): np.asarray(o, float).tolist() for j, o in getattr(motion, "end_sites", {}).items()},
+        "frame_time": float(motion.frame_time),
+        "hips": int(hips),
+        "contact_joints": contact_joint_order(feet),
+        "contact_names": list(CONTACT_NAMES),
+        # When true, joint `root_joint`'s features are the control root itself (see module docstring).
+        "root_joint_is_control_root": bool(root_joint != hips),
+    }
+
+
+def _check_same_skeleton(reference, motion, path):
+    if list(motion.names) != list(reference.names) or not np.array_equal(motion.parents, reference.parents):
+        raise ValueError(f"{path}: its skeleton (joint names) differs from {reference.source}; "
+                         "use one skeleton per training set")
+    if not np.allclose(motion.offsets, reference.offsets, atol=1e-4, rtol=1e-3):
+        raise ValueError(f"{path}: its skeleton (bone offsets) differs from {reference.source}; "
+                         "use one skeleton per training set")
+
+
+def data_hash(paths, settings: dict) -> str:
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for path in paths:
+        digest.update(Path(path).name.encode())
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
+                        seed: int = 0, cache_dir=None, progress=None) -> TrainingData:
+    """Load every BVH, make samples (plus mirrored copies), calm standing samples, stride statistics.
+
+    Raises ValueError naming the file for: no BVH, mixed skeletons, a clip too short to window.
+    Warns (logging) when a clip's mean speed is implausible (a wrong Frame Time makes speeds wrong).
+    cache_dir: when given, the result is cached there as .npz keyed by a hash of files and settings.
+    """
+    import time
+
+    from pfnn_core import bvh
+    from pfnn_core.kinematics import mirror as mirror_motion
+
+    started = time.perf_counter()
+    paths = bvh_paths(paths_or_folder)
+    settings = {"mirror": mirror, "standing_replicas": standing_replicas, "seed": seed, "fps": SIM_FPS,
+                "version": 1}
+    key = data_hash(paths, settings) if cache_dir else None
+    if cache_dir:
+        cached = _load_cache(Path(cache_dir) / f"pfnn-data-{key}.npz")
+        if cached is not None:
+            return cached
+
+    rng = np.random.default_rng(seed)
+    reference, layouts = None, None
+    xs, ys, phases, clips, nexts, mirrored_flags, standing_flags = [], [], [], [], [], [], []
+    cycle_speeds, cycle_strides_all, clip_speeds = [], [], []
+    row_count = 0
+    for clip_id, path in enumerate(paths):
+        motion = bvh.load(str(path))
+        if reference is None:
+            reference, layouts = motion, make_layouts(motion.num_joints)
+        else:
+            _check_same_skeleton(reference, motion, path)
+        if motion.duration < MIN_CLIP_S:
+            raise ValueError(f"{path}: clip too short to window ({motion.duration:.2f} s < {MIN_CLIP_S} s)")
+        versions = [(motion, False)] + ([(mirror_motion(motion), True)] if mirror else [])
+        for version, is_mirror in versions:
+            features = clip_features(version, layouts)
+            if not is_mirror:
+                _warn_implausible_speed(path, features)
+            if features.is_standing_clip:
+                samples = calm_standing_samples(features, layouts, standing_replicas, rng)
+                if samples is None:
+                    continue
+                x, y, phase, next_local = samples
+                standing = np.ones(len(x), bool)
+            else:
+                x, y, phase = features.x, features.y, features.phase
+                next_local = np.r_[np.arange(1, len(x)), -1]
+                standing = np.zeros(len(x), bool)
+                if not is_mirror:
+                    cycle_speeds.append(features.cycle_speeds)
+                    cycle_strides_all.append(features.stride_lengths)
+                    clip_speeds.append(features.mean_speed)
+            xs.append(x)
+            ys.append(y)
+            phases.append(phase)
+            clips.append(np.full(len(x), clip_id))
+            nexts.append(np.where(next_local >= 0, next_local + row_count, -1))
+            mirrored_flags.append(np.full(len(x), is_mirror))
+            standing_flags.append(standing)
+            row_count += len(x)
+        if progress:
+            progress(clip_id + 1, len(paths))
+
+    stride = (stride_statistics(np.concatenate(cycle_speeds), np.concatenate(cycle_strides_all))
+              if cycle_speeds and sum(map(len, cycle_speeds)) else {"speed": [1.2], "stride_length": [1.4],
+                                                                   "linear": [1.4, 0.0], "num_cycles": 0})
+    data = TrainingData(
+        x=np.concatenate(xs).astype(np.float32), y=np.concatenate(ys).astype(np.float32),
+        phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clips).astype(np.int64),
+        next_index=np.concatenate(nexts).astype(np.int64), layout=layouts,
+        clip_names=[p.name for p in paths], skeleton=skeleton_dict(reference), stride=stride,
+        gait_speeds=measured_gait_speeds(clip_speeds),
+        mirrored=np.concatenate(mirrored_flags), standing=np.concatenate(standing_flags),
+    )
+    data.summary = {"files": len(paths), "rows": int(len(data.x)), "standing_rows": int(data.standing.sum()),
+                    "mirror": mirror, "hash": key or data_hash(paths, settings),
+                    "build_seconds": round(time.perf_counter() - started, 2)}
+    if cache_dir:
+        _save_cache(Path(cache_dir) / f"pfnn-data-{key}.npz", data)
+    return data
+
+
+def measured_gait_speeds(clip_speeds) -> dict:
+    """Mean clip speed of the walk and run clips (classified by gait_from_speed), m/s."""
+    speeds = np.asarray(clip_speeds, float)
+    labels = np.argmax(gait_from_speed(speeds), axis=-1) if len(speeds) else np.zeros(0, int)
+    walk = speeds[labels == 1]
+    run = speeds[labels == 2]
+    walk_speed = float(walk.mean()) if len(walk) else 1.2
+    return {"walk": walk_speed, "run": float(run.mean()) if len(run) else 2.5 * walk_speed,
+            "measured": {"walk": int(len(walk)), "run": int(len(run))}}
+
+
+def _warn_implausible_speed(path, features: ClipFeatures):
+    low, high = PLAUSIBLE_SPEED
+    if features.is_standing_clip:
+        low = 0.0  # standing clips are meant to be slow
+    if not low <= features.mean_speed <= high:
+        log.warning("%s: mean root speed %.2f m/s is implausible (walking is 1-2 m/s); "
+                    "check the Frame Time and units", path, features.mean_speed)
+
+
+def _save_cache(path: Path, data: TrainingData):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"layout": data.layout.to_json(), "clip_names": data.clip_names, "skeleton": data.skeleton,
+            "stride": data.stride, "gait_speeds": data.gait_speeds, "summary": data.summary}
+    np.savez(path, x=data.x, y=data.y, phase=data.phase, clip=data.clip, next_index=data.next_index,
+             mirrored=data.mirrored, standing=data.standing, meta=np.array(json.dumps(meta)))
+
+
+def _load_cache(path: Path):
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            meta = json.loads(str(stored["meta"]))
+            arrays = {k: stored[k] for k in ("x", "y", "phase", "clip", "next_index", "mirrored", "standing")}
+    except (OSError, ValueError, KeyError):
+        return None
+    return TrainingData(layout=FeatureLayout.from_json(meta["layout"]), clip_names=meta["clip_names"],
+                        skeleton=meta["skeleton"], stride=meta["stride"], gait_speeds=meta["gait_speeds"],
+                        summary=dict(meta["summary"], cached=True), **arrays)
+
+
+# ----------------------------------------------------------------------------------------------
+# Normalisation and split
+
+
+def normalisation(data: TrainingData, rows=None, std_floor: float = 1e-3):
+    """(x_mean, x_std, y_mean, y_std) float32 over the given rows (training rows only); std floored."""
+    rows = np.arange(len(data.x)) if rows is None else np.asarray(rows)
+    x, y = data.x[rows].astype(np.float64), data.y[rows].astype(np.float64)
+    return (x.mean(0).astype(np.float32), np.maximum(x.std(0), std_floor).astype(np.float32),
+            y.mean(0).astype(np.float32), np.maximum(y.std(0), std_floor).astype(np.float32))
+
+
+def split_by_clip(data: TrainingData, val_fraction: float = 0.1, seed: int = 0):
+    """(train_rows, val_rows): whole clips (with their mirrored copies) go to one side only."""
+    clip_ids = np.unique(data.clip)
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permutation(clip_ids)
+    val_count = int(round(val_fraction * len(clip_ids)))
+    if val_fraction > 0 and len(clip_ids) > 1:
+        val_count = min(max(val_count, 1), len(clip_ids) - 1)
+    val_clips = shuffled[:val_count]
+    is_val = np.isin(data.clip, val_clips)
+    return np.flatnonzero(~is_val), np.flatnonzero(is_val)
