@@ -1,0 +1,561 @@
+"""Training the PFNN: `TrainConfig`, `train(config, progress, stop, data)`, and the `pfnn-train` command.
+
+Owns the training loop: AdamW with cosine decay; short rollouts with scheduled sampling (the model's own
+predicted pose fed back as the next input's previous pose, with a probability ramping 0 -> max over the
+epochs); the loss (SmoothL1 on normalised outputs + root-velocity consistency + foot skating); validation
+each epoch; keeping the best model; early stopping; resumable checkpoints (safetensors tensors + JSON, no
+pickle); a fixed seed reproduces a run on the CPU. The same `train` runs from the command line and from the
+viewer's background thread (progress callback, stop flag).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import signal
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from torch.nn import functional
+
+from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.model import PFNN, ModelConfig
+
+DEFAULT_OUT = "assets/models/default.safetensors"
+VALIDATION_BATCH = 4096
+
+
+class TrainingError(RuntimeError):
+    """Training cannot continue (NaN loss, data that does not fit a resumed model); the message says why."""
+
+
+@dataclass
+class TrainConfig:
+    data: list[str] = field(default_factory=lambda: ["assets/bvh"])  # BVH folders or files
+    out: str = DEFAULT_OUT        # best model; the resumable state goes next to it (*.resume.safetensors)
+    hidden_size: int = 512        # units per hidden layer
+    phase_function: str = "rbf"   # 'rbf' or 'cubic'
+    num_kernels: int = 8          # rbf weight sets (cubic always uses 4)
+    beta: float = 8.0             # rbf bandwidth
+    dropout: float = 0.3          # drop probability [PFNN keeps 70%]
+    epochs: int = 60              # upper bound; early stopping may end sooner
+    batch_size: int = 256         # rollouts per optimizer step
+    lr: float = 1e-3              # AdamW peak learning rate
+    lr_final_fraction: float = 0.05  # cosine decay ends at lr * this
+    weight_decay: float = 1e-4    # AdamW decoupled weight decay
+    max_grad_norm: float = 5.0    # gradient clipping
+    rollout_length: int = 4       # frames per rollout; 1 = plain one-step training
+    feedback_max: float = 0.5     # final probability of feeding back the model's own pose
+    feedback_ramp_epochs: int = 0  # epochs to ramp the feedback 0 -> max; 0 = half of `epochs`
+    root_velocity_weight: float = 0.5  # weight of the root-velocity consistency term (m/s)
+    foot_skating_weight: float = 0.5   # weight of the foot-skating term (m/s)
+    val_fraction: float = 0.1     # share of clips held out for validation
+    seed: int = 0                 # data split, initialisation, batches, dropout, feedback draws
+    patience: int = 10            # epochs without validation improvement before stopping early
+    mirror: bool = True           # add left/right mirrored clips
+    device: str = "auto"          # 'auto' (cuda when present), 'cpu' or 'cuda'
+    threads: int = 0              # torch CPU threads; 0 = leave torch's default
+    resume: str | None = None     # resumable checkpoint to continue from
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in values.items() if key in known})
+
+
+@dataclass
+class TrainResult:
+    out_path: Path | None         # best model so far (None if no epoch finished)
+    resume_path: Path             # resumable state (written at every epoch end and on stop)
+    epochs_completed: int
+    best_epoch: int               # 1-based; 0 if none
+    best_val_loss: float
+    train_losses: list[float]     # per completed epoch
+    val_losses: list[float]
+    stopped: bool                 # the stop flag ended the run
+    early_stopped: bool
+    wall_s: float
+
+
+# --- data -------------------------------------------------------------------------------------------
+
+def _layout_pair(layout):
+    """(x_layout, y_layout) from the training data's layout object."""
+    if isinstance(layout, (tuple, list)):
+        return layout[0], layout[1]
+    for x_name, y_name in (("x", "y"), ("x_layout", "y_layout"), ("inputs", "outputs"), ("input", "output")):
+        if hasattr(layout, x_name) and hasattr(layout, y_name):
+            return getattr(layout, x_name), getattr(layout, y_name)
+    raise TypeError(f"cannot find input and output layouts in {type(layout).__name__}")
+
+
+def _indices(layout, name: str) -> np.ndarray:
+    part = layout.slice(name)
+    return np.arange(part.start, part.stop)
+
+
+def _foot_joint_indices(data) -> list[int]:
+    from pfnn_core.contacts import contact_joint_order, foot_joints
+    return contact_joint_order(foot_joints(list(data.skeleton["names"])))
+
+
+def _data_summary(data) -> dict:
+    digest = hashlib.sha1()
+    for array in (data.x, data.y, data.phase):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return {"files": list(data.clip_names), "samples": int(len(data.x)), "sha1": digest.hexdigest()}
+
+
+@dataclass
+class _Tensors:
+    """Everything the loop needs on the device: normalised arrays and the slices the loss reads."""
+    x: torch.Tensor               # [N, nx] normalised
+    y: torch.Tensor               # [N, ny] normalised
+    phase: torch.Tensor           # [N]
+    next_index: torch.Tensor      # [N] long, -1 at clip ends
+    y_mean: torch.Tensor
+    y_std: torch.Tensor
+    x_pose: torch.Tensor          # indices of joint_pos + joint_vel in x
+    y_pose: torch.Tensor          # the same quantities in y (both in the root frame of frame i)
+    pose_scale: torch.Tensor      # normalised y pose -> normalised x pose: y * scale + shift
+    pose_shift: torch.Tensor
+    root_vel: torch.Tensor        # indices in y
+    joint_vel: torch.Tensor       # indices in y, [J * 3]
+    contacts: torch.Tensor        # indices in y, [4]
+    foot_joints: torch.Tensor     # joint indices of the 4 contact joints
+
+
+def _to_device(data, norm, device) -> _Tensors:
+    x_layout, y_layout = _layout_pair(data.layout)
+    x_mean, x_std, y_mean, y_std = (torch.as_tensor(np.asarray(a, np.float32), device=device) for a in norm)
+    as_long = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.long, device=device)  # noqa: E731
+    x_pose = np.concatenate([_indices(x_layout, "joint_pos"), _indices(x_layout, "joint_vel")])
+    y_pose = np.concatenate([_indices(y_layout, "joint_pos"), _indices(y_layout, "joint_vel")])
+    x_pose_t, y_pose_t = as_long(x_pose), as_long(y_pose)
+    return _Tensors(
+        x=(torch.as_tensor(np.asarray(data.x, np.float32), device=device) - x_mean) / x_std,
+        y=(torch.as_tensor(np.asarray(data.y, np.float32), device=device) - y_mean) / y_std,
+        phase=torch.as_tensor(np.asarray(data.phase, np.float32), device=device),
+        next_index=as_long(data.next_index),
+        y_mean=y_mean, y_std=y_std, x_pose=x_pose_t, y_pose=y_pose_t,
+        pose_scale=y_std[y_pose_t] / x_std[x_pose_t],
+        pose_shift=(y_mean[y_pose_t] - x_mean[x_pose_t]) / x_std[x_pose_t],
+        root_vel=as_long(_indices(y_layout, "root_vel")),
+        joint_vel=as_long(_indices(y_layout, "joint_vel")),
+        contacts=as_long(_indices(y_layout, "contacts")),
+        foot_joints=as_long(_foot_joint_indices(data)),
+    )
+
+
+# --- loss -------------------------------------------------------------------------------------------
+
+def sample_losses(pred: torch.Tensor, target: torch.Tensor, tensors: _Tensors, config: TrainConfig) -> dict:
+    """Per-sample loss terms [B] on normalised predictions and targets.
+
+    - `fit`: SmoothL1 on every normalised output (the phase is an input, never normalised).
+    - `root_velocity`: the root velocity must agree with the body's motion. Integrating a root velocity
+      that disagrees with the predicted limbs is what makes the character slide, so we ask that the gap
+      between the predicted root velocity and the mean horizontal joint velocity equals the data's gap
+      (the gap is not zero in the data: the body sways around the root within a step).
+    - `foot_skating`: horizontal speed of the 4 contact joints (m/s) weighted by the data's contact label,
+      counted only above the mocap's own speed for that sample, so the term never fights the data.
+    """
+    fit = functional.smooth_l1_loss(pred, target, reduction="none").mean(-1)
+
+    def physical(values, index):
+        return values[:, index] * tensors.y_std[index] + tensors.y_mean[index]
+
+    def root_minus_body(values):
+        joint_vel = physical(values, tensors.joint_vel).reshape(len(values), -1, 3)
+        return physical(values, tensors.root_vel) - joint_vel[..., [0, 2]].mean(1)
+
+    root_velocity = functional.smooth_l1_loss(root_minus_body(pred), root_minus_body(target),
+                                              reduction="none").sum(-1)
+
+    def foot_speed(values):
+        joint_vel = physical(values, tensors.joint_vel).reshape(len(values), -1, 3)
+        return joint_vel[:, tensors.foot_joints][..., [0, 2]].norm(dim=-1)
+
+    contact = physical(target, tensors.contacts).clamp(0.0, 1.0)
+    foot_skating = (contact * torch.relu(foot_speed(pred) - foot_speed(target))).mean(-1)
+    total = fit + config.root_velocity_weight * root_velocity + config.foot_skating_weight * foot_skating
+    return {"total": total, "fit": fit, "root_velocity": root_velocity, "foot_skating": foot_skating}
+
+
+def rollout_loss(model: PFNN, tensors: _Tensors, start_rows: torch.Tensor, config: TrainConfig,
+                 feedback_probability: float) -> torch.Tensor:
+    """Mean loss over rollouts of `rollout_length` frames from `start_rows`.
+
+    From the second frame on, each rollout's input pose is, with `feedback_probability`, the model's own
+    previous prediction instead of the data (scheduled sampling). The fed-back pose is detached: the
+    model learns to recover from its own errors without back-propagating through time. A rollout that
+    reaches its clip's end stops contributing.
+    """
+    rows = start_rows
+    active = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
+    total = torch.zeros((), device=rows.device)
+    count = torch.zeros((), device=rows.device)
+    fed_pose = None
+    for step in range(config.rollout_length):
+        x = tensors.x[rows]
+        if fed_pose is not None:
+            feed = torch.rand(len(rows), device=rows.device) < feedback_probability
+            x[:, tensors.x_pose] = torch.where(feed[:, None], fed_pose, x[:, tensors.x_pose])
+        pred = model(x, tensors.phase[rows])
+        losses = sample_losses(pred, tensors.y[rows], tensors, config)["total"]
+        total = total + (losses * active).sum()
+        count = count + active.sum()
+        following = tensors.next_index[rows]
+        active = active & (following >= 0)
+        if step + 1 < config.rollout_length:
+            if not bool(active.any()):
+                break
+            rows = torch.where(following >= 0, following, rows)
+            fed_pose = pred[:, tensors.y_pose].detach() * tensors.pose_scale + tensors.pose_shift
+    return total / count.clamp(min=1)
+
+
+@torch.no_grad()
+def validation_losses(model: PFNN, tensors: _Tensors, rows: torch.Tensor, config: TrainConfig) -> dict:
+    """Mean one-step loss terms over `rows` in eval mode."""
+    was_training = model.training
+    model.eval()
+    sums: dict[str, float] = {}
+    for start in range(0, len(rows), VALIDATION_BATCH):
+        batch = rows[start:start + VALIDATION_BATCH]
+        pred = model(tensors.x[batch], tensors.phase[batch])
+        for name, value in sample_losses(pred, tensors.y[batch], tensors, config).items():
+            sums[name] = sums.get(name, 0.0) + float(value.sum())
+    model.train(was_training)
+    return {name: value / max(len(rows), 1) for name, value in sums.items()}
+
+
+# --- schedule ---------------------------------------------------------------------------------------
+
+def cosine_lr(config: TrainConfig, step: int, total_steps: int) -> float:
+    final = config.lr * config.lr_final_fraction
+    progress = min(step / max(total_steps, 1), 1.0)
+    return final + 0.5 * (config.lr - final) * (1.0 + math.cos(math.pi * progress))
+
+
+def feedback_probability(config: TrainConfig, epoch: int) -> float:
+    ramp = config.feedback_ramp_epochs or max(config.epochs // 2, 1)
+    return config.feedback_max * min(epoch / ramp, 1.0)
+
+
+def epoch_start_rows(train_rows: np.ndarray, config: TrainConfig, epoch: int) -> list[np.ndarray]:
+    """Shuffled rollout starts for one epoch, in batches; derived from (seed, epoch) so a resumed run
+    replays the same batches. One epoch feeds about as many frames as the training set has."""
+    order = np.random.default_rng([config.seed, epoch]).permutation(train_rows)
+    starts = order[:max(1, math.ceil(len(order) / config.rollout_length))]
+    return [starts[i:i + config.batch_size] for i in range(0, len(starts), config.batch_size)]
+
+
+# --- resumable state --------------------------------------------------------------------------------
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, list]:
+    state = optimizer.state_dict()
+    tensors = {f"optimizer.{index}.{key}": torch.as_tensor(value)
+               for index, values in state["state"].items() for key, value in values.items()}
+    return tensors, state["param_groups"]
+
+
+def _restore_optimizer(optimizer: torch.optim.Optimizer, tensors: dict, param_groups: list) -> None:
+    state: dict[int, dict] = {}
+    for name, value in tensors.items():
+        if name.startswith("optimizer."):
+            _, index, key = name.split(".", 2)
+            state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": param_groups})
+
+
+def _rng_tensors(device: torch.device) -> dict:
+    tensors = {"rng.torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        tensors["rng.cuda"] = torch.cuda.get_rng_state(device)
+    return tensors
+
+
+def _restore_rng(tensors: dict, device: torch.device) -> None:
+    torch.set_rng_state(tensors["rng.torch"])
+    if device.type == "cuda" and "rng.cuda" in tensors:
+        torch.cuda.set_rng_state(tensors["rng.cuda"], device)
+
+
+def resume_path_for(out) -> Path:
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".safetensors") + ".resume.safetensors")
+
+
+def resume_config(path, **overrides) -> TrainConfig:
+    """The TrainConfig stored in a resumable checkpoint, with `overrides` (those not None) applied."""
+    stored = load_checkpoint(path).meta.get("resume")
+    if not stored:
+        raise ValueError(f"{path}: not a resumable checkpoint (no training state); train a new model instead")
+    config = TrainConfig.from_dict(stored["config"])
+    return replace(config, resume=str(path), **{k: v for k, v in overrides.items() if v is not None})
+
+
+# --- the loop ---------------------------------------------------------------------------------------
+
+def choose_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda was asked for but CUDA is not available here; use --device cpu")
+    return torch.device(name)
+
+
+def load_training_data(config: TrainConfig):
+    from pfnn_core import features
+    source = config.data[0] if len(config.data) == 1 else list(config.data)
+    return features.build_training_data(source, mirror=config.mirror)
+
+
+def _split_and_norm(data, config: TrainConfig):
+    from pfnn_core import features
+    train_rows, val_rows = features.split_by_clip(data, config.val_fraction, config.seed)
+    return np.asarray(train_rows), np.asarray(val_rows), features.normalisation(data, train_rows)
+
+
+def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
+          stop: threading.Event | None = None, data=None) -> TrainResult:
+    """Train (or resume) a PFNN; returns when done, early-stopped or stopped by `stop` (checked per batch).
+
+    Raises ValueError for unusable data and TrainingError for a NaN loss (the last good checkpoints are
+    kept) or a resumed model that does not fit the data.
+    """
+    wall_start = time.perf_counter()
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    device = choose_device(config.device)
+    if data is None:
+        data = load_training_data(config)
+    train_rows, val_rows, norm = _split_and_norm(data, config)
+    if len(train_rows) == 0:
+        raise ValueError("no training samples after the train/validation split")
+    tensors = _to_device(data, norm, device)
+    out_path, resume_path = Path(config.out), resume_path_for(config.out)
+
+    torch.manual_seed(config.seed)
+    model_config = ModelConfig(input_size=data.x.shape[1], output_size=data.y.shape[1],
+                               hidden_size=config.hidden_size, phase_function=config.phase_function,
+                               num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout)
+    model = PFNN(model_config).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    run = {"epoch": 0, "batch": 0, "step": 0, "best_val_loss": math.inf, "best_epoch": 0,
+           "epochs_since_best": 0, "train_losses": [], "val_losses": [], "epoch_loss_sum": 0.0,
+           "epoch_batches": 0, "wall_s": 0.0}
+    if config.resume:
+        resumed = load_checkpoint(config.resume, device="cpu")
+        stored = resumed.meta.get("resume")
+        if not stored:
+            raise ValueError(f"{config.resume}: not a resumable checkpoint (no training state)")
+        if resumed.config != model_config:
+            raise TrainingError(f"{config.resume}: its model {resumed.config} does not match this data and "
+                                f"settings {model_config}")
+        model.load_state_dict(resumed.model.state_dict())
+        _restore_optimizer(optimizer, resumed.training_state, stored["param_groups"])
+        _restore_rng(resumed.training_state, device)
+        run.update(stored["run"])
+    model.train()
+
+    batches_per_epoch = len(epoch_start_rows(train_rows, config, 0))
+    total_steps = batches_per_epoch * config.epochs
+    val_rows_t = torch.as_tensor(val_rows if len(val_rows) else train_rows, dtype=torch.long, device=device)
+    meta_base = {"skeleton": data.skeleton, "stride": data.stride, "gait_speeds": data.gait_speeds,
+                 "data": _data_summary(data)}
+    session_start, session_start_step = time.perf_counter(), run["step"]
+
+    def report(event: str, **extra) -> None:
+        if progress is None:
+            return
+        done = run["step"] - session_start_step
+        elapsed = time.perf_counter() - session_start
+        eta = elapsed / done * (total_steps - run["step"]) if done else None
+        progress({"event": event, "epoch": run["epoch"] + 1, "epochs": config.epochs,
+                  "batch": run["batch"], "batches": batches_per_epoch, "step": run["step"],
+                  "total_steps": total_steps,
+                  "train_loss": run["epoch_loss_sum"] / max(run["epoch_batches"], 1),
+                  "val_loss": run["val_losses"][-1] if run["val_losses"] else None,
+                  "best_val_loss": run["best_val_loss"] if run["best_epoch"] else None,
+                  "lr": optimizer.param_groups[0]["lr"], "elapsed_s": elapsed, "eta_s": eta, **extra})
+
+    def wall() -> float:
+        return run["wall_s"] + time.perf_counter() - wall_start
+
+    def save_resumable() -> None:
+        tensors_to_save, param_groups = _optimizer_tensors(optimizer)
+        tensors_to_save.update(_rng_tensors(device))
+        stored_run = {**run, "wall_s": wall()}
+        save_checkpoint(resume_path, model, data.layout, norm,
+                        {**meta_base, "resume": {"config": asdict(config), "run": stored_run,
+                                                 "param_groups": param_groups}},
+                        training_state=tensors_to_save)
+
+    def result(stopped: bool = False, early_stopped: bool = False) -> TrainResult:
+        return TrainResult(out_path=out_path if run["best_epoch"] else None, resume_path=resume_path,
+                           epochs_completed=len(run["train_losses"]), best_epoch=run["best_epoch"],
+                           best_val_loss=run["best_val_loss"], train_losses=list(run["train_losses"]),
+                           val_losses=list(run["val_losses"]), stopped=stopped,
+                           early_stopped=early_stopped, wall_s=wall())
+
+    while run["epoch"] < config.epochs:
+        epoch = run["epoch"]
+        batches = epoch_start_rows(train_rows, config, epoch)
+        feedback = feedback_probability(config, epoch)
+        while run["batch"] < len(batches):
+            if stop is not None and stop.is_set():
+                save_resumable()
+                report("stopped")
+                return result(stopped=True)
+            lr = cosine_lr(config, run["step"], total_steps)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            start_rows = torch.as_tensor(batches[run["batch"]], dtype=torch.long, device=device)
+            loss = rollout_loss(model, tensors, start_rows, config, feedback)
+            if not torch.isfinite(loss):
+                kept = [str(p) for p in (out_path, resume_path) if p.exists()]
+                raise TrainingError(f"loss became {loss.item()} at epoch {epoch + 1}, batch {run['batch'] + 1}; "
+                                    f"training stopped, last good checkpoints kept: {', '.join(kept) or 'none'}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            optimizer.step()
+            run["step"] += 1
+            run["batch"] += 1
+            run["epoch_loss_sum"] += loss.item()
+            run["epoch_batches"] += 1
+            report("batch", feedback_probability=feedback)
+
+        val = validation_losses(model, tensors, val_rows_t, config)
+        run["train_losses"].append(run["epoch_loss_sum"] / max(run["epoch_batches"], 1))
+        run["val_losses"].append(val["total"])
+        run.update(epoch=epoch + 1, batch=0, epoch_loss_sum=0.0, epoch_batches=0)
+        if val["total"] < run["best_val_loss"]:
+            run.update(best_val_loss=val["total"], best_epoch=epoch + 1, epochs_since_best=0)
+            training_meta = {"epochs_completed": epoch + 1, "best_epoch": epoch + 1,
+                             "train_loss": run["train_losses"][-1], "val_loss": val["total"],
+                             "val_terms": val, "wall_s": wall(), "device": str(device),
+                             "config": asdict(config)}
+            save_checkpoint(out_path, model, data.layout, norm, {**meta_base, "training": training_meta})
+        else:
+            run["epochs_since_best"] += 1
+        save_resumable()
+        report("epoch", val_terms=val)
+        if run["epochs_since_best"] >= config.patience:
+            report("done", early_stopped=True)
+            return result(early_stopped=True)
+    report("done", early_stopped=False)
+    return result()
+
+
+# --- command line -----------------------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pfnn-train", description="Train a PFNN on a folder of BVH clips.")
+    parser.add_argument("data", nargs="*", help="BVH folder(s) or files (default assets/bvh)")
+    parser.add_argument("--out", help=f"best model path (default {DEFAULT_OUT})")
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--hidden", type=int, dest="hidden_size")
+    parser.add_argument("--phase-function", choices=["rbf", "cubic"])
+    parser.add_argument("--kernels", type=int, dest="num_kernels")
+    parser.add_argument("--beta", type=float)
+    parser.add_argument("--dropout", type=float)
+    parser.add_argument("--lr", type=float)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--rollout", type=int, dest="rollout_length")
+    parser.add_argument("--patience", type=int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--threads", type=int)
+    parser.add_argument("--no-mirror", action="store_false", dest="mirror", default=None)
+    parser.add_argument("--resume", metavar="CKPT", help="continue from a *.resume.safetensors checkpoint")
+    return parser
+
+
+def _config_from_args(args: argparse.Namespace) -> TrainConfig:
+    overrides = {name: value for name, value in vars(args).items() if name not in ("data", "resume")}
+    if args.data:
+        overrides["data"] = list(args.data)
+    if args.resume:
+        return resume_config(args.resume, **overrides)
+    return replace(TrainConfig(), **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _check_data_paths(paths: list[str]) -> None:
+    for path in map(Path, paths):
+        if not path.exists():
+            raise ValueError(f"{path}: no such file or folder")
+        if path.is_dir() and not any(path.rglob("*.bvh")) and not any(path.rglob("*.BVH")):
+            raise ValueError(f"{path}: folder contains no .bvh files")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tqdm import tqdm
+
+    args = _parser().parse_args(argv)
+    stop = threading.Event()
+    try:
+        config = _config_from_args(args)
+        _check_data_paths(config.data)
+        print(f"pfnn-train: loading {', '.join(config.data)}", file=sys.stderr)
+        data = load_training_data(config)
+    except (ValueError, OSError) as error:
+        print(f"pfnn-train: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pfnn-train: interrupted while loading data", file=sys.stderr)
+        return 130
+
+    bar = tqdm(total=1, unit="batch", dynamic_ncols=True)
+
+    def on_progress(info: dict) -> None:
+        bar.total = info["total_steps"]
+        bar.n = info["step"]
+        postfix = {"epoch": f"{info['epoch']}/{info['epochs']}", "loss": f"{info['train_loss']:.4f}"}
+        if info["val_loss"] is not None:
+            postfix["val"] = f"{info['val_loss']:.4f}"
+        bar.set_postfix(postfix, refresh=False)
+        bar.refresh() if info["event"] != "batch" else bar.update(0)
+
+    def on_interrupt(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        bar.write("pfnn-train: stopping after this batch (Ctrl+C again to abort without saving)")
+
+    previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() else None
+    try:
+        result = train(config, progress=on_progress, stop=stop, data=data)
+    except (ValueError, TrainingError) as error:
+        bar.close()
+        print(f"pfnn-train: error: {error}", file=sys.stderr)
+        return 2 if isinstance(error, ValueError) else 1
+    except KeyboardInterrupt:
+        bar.close()
+        print("pfnn-train: aborted; the last epoch's resumable checkpoint is kept", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    bar.close()
+    if result.stopped:
+        print(f"pfnn-train: stopped; resumable checkpoint saved to {result.resume_path}\n"
+              f"  resume with: pfnn-train --resume {result.resume_path}", file=sys.stderr)
+        return 130
+    best = f"{result.best_val_loss:.4f} at epoch {result.best_epoch}" if result.best_epoch else "none"
+    print(f"pfnn-train: {result.epochs_completed} epochs in {result.wall_s:.0f} s"
+          f"{' (early stop)' if result.early_stopped else ''}; best validation loss {best}; "
+          f"model: {result.out_path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Training: a tiny run lowers the validation loss, a fixed seed reproduces a run exactly, the stop flag
+writes a resumable checkpoint and resuming finishes the same run, NaN losses stop with a clear error,
+the loss terms are zero on the data itself, and the command line refuses bad input with exit code 2.
+
+The data is a small synthetic gait: per clip a phase that advances at a clip-specific rate, a pose that is
+a function of the phase, and y's pose equal to the next row's x pose, so rollouts are meaningful."""
+import threading
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+import torch
+
+from pfnn_core import train as train_module
+from pfnn_core.checkpoint import load_checkpoint
+from pfnn_core.features import FeatureLayout, ModelLayout, normalisation, split_by_clip
+from pfnn_core.train import (TrainConfig, TrainingError, cosine_lr, epoch_start_rows, feedback_probability,
+                             main, sample_losses, train)
+
+NAMES = ["Hips", "UpLeg_L", "Foot_L", "Toes_L", "UpLeg_R", "Foot_R", "Toes_R"]
+J = len(NAMES)
+
+
+@dataclass
+class TinyData:
+    x: np.ndarray
+    y: np.ndarray
+    phase: np.ndarray
+    clip: np.ndarray
+    next_index: np.ndarray
+    layout: ModelLayout
+    clip_names: list
+    skeleton: dict
+    stride: dict
+    gait_speeds: dict
+
+
+def synthetic_data(clips=8, frames=90, seed=0) -> TinyData:
+    rng = np.random.default_rng(seed)
+    x_layout = FeatureLayout([("traj_pos", (3, 2)), ("joint_pos", (J, 3)), ("joint_vel", (J, 3))])
+    y_layout = FeatureLayout([("root_vel", (2,)), ("dphase", (1,)), ("contacts", (4,)),
+                           ("joint_pos", (J, 3)), ("joint_vel", (J, 3))])
+    base = rng.normal(size=(J, 3))
+    swing = rng.normal(size=(J, 3)) * 0.3
+    xs, ys, phases, clip_ids, nexts = [], [], [], [], []
+    for clip in range(clips):
+        speed = 1.0 + 0.3 * clip / clips
+        dphase = speed / 66.0
+        phase = (rng.random() + dphase * np.arange(frames + 1)) % 1.0
+        angle = 2 * np.pi * phase[:, None, None]
+        pose = base + swing * np.sin(angle + np.arange(J)[:, None])        # [F+1, J, 3]
+        velocity = swing * np.cos(angle + np.arange(J)[:, None]) * 2 * np.pi * dphase * 60
+        left = (np.sin(angle[:, 0, 0]) > 0).astype(float)
+        contacts = np.stack([left, left, 1 - left, 1 - left], -1)
+        traj = speed * np.array([-1.0, 0.0, 1.0])[None, :, None] * np.array([0.0, 1.0])
+        xs.append(x_layout.pack({"traj_pos": np.repeat(traj, frames, 0), "joint_pos": pose[:-1],
+                                 "joint_vel": velocity[:-1]}))
+        ys.append(y_layout.pack({"root_vel": np.tile([0.0, speed], (frames, 1)),
+                                 "dphase": np.full((frames, 1), dphase), "contacts": contacts[1:],
+                                 "joint_pos": pose[1:], "joint_vel": velocity[1:]}))
+        phases.append(phase[1:])
+        clip_ids.append(np.full(frames, clip))
+        start = clip * frames
+        nexts.append(np.where(np.arange(frames) < frames - 1, start + np.arange(frames) + 1, -1))
+    return TinyData(x=np.concatenate(xs).astype(np.float32), y=np.concatenate(ys).astype(np.float32),
+                    phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clip_ids),
+                    next_index=np.concatenate(nexts), layout=ModelLayout(x_layout, y_layout),
+                    clip_names=[f"clip{i}.bvh" for i in range(clips)],
+                    skeleton={"names": NAMES, "parents": [-1, 0, 1, 2, 0, 4, 5]},
+                    stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4})
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic_data()
+
+
+def tiny_config(tmp_path, **overrides) -> TrainConfig:
+    values = dict(out=str(tmp_path / "tiny.safetensors"), hidden_size=32, epochs=3, batch_size=32,
+                  lr=3e-3, dropout=0.1, rollout_length=3, feedback_max=0.5, patience=10, seed=3,
+                  val_fraction=0.25, device="cpu", threads=1)
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def test_tiny_run_lowers_validation_loss_and_writes_a_loadable_model(tmp_path, data):
+    events = []
+    result = train(tiny_config(tmp_path, epochs=4), progress=events.append, data=data)
+    assert result.epochs_completed == 4 and not result.stopped
+    assert result.val_losses[-1] < 0.7 * result.val_losses[0]
+    assert result.best_val_loss == min(result.val_losses)
+    checkpoint = load_checkpoint(result.out_path)
+    assert checkpoint.config.hidden_size == 32 and checkpoint.config.input_size == data.x.shape[1]
+    assert checkpoint.meta["training"]["best_epoch"] == result.best_epoch
+    assert checkpoint.meta["skeleton"]["names"] == NAMES
+    assert checkpoint.meta["data"]["samples"] == len(data.x)
+    batch_events = [e for e in events if e["event"] == "batch"]
+    assert batch_events[-1]["step"] == batch_events[-1]["total_steps"]
+    assert {"epoch", "train_loss", "val_loss", "eta_s", "lr"} <= set(batch_events[-1])
+    assert events[-1]["event"] == "done"
+    # the cosine schedule ended near its floor
+    assert batch_events[-1]["lr"] < 0.1 * 3e-3
+
+
+def test_fixed_seed_reproduces_a_run(tmp_path, data):
+    first = train(tiny_config(tmp_path / "a", epochs=2), data=data)
+    second = train(tiny_config(tmp_path / "b", epochs=2), data=data)
+    assert first.train_losses == second.train_losses
+    assert first.val_losses == second.val_losses
+    other_seed = train(tiny_config(tmp_path / "c", epochs=2, seed=4), data=data)
+    assert other_seed.train_losses != first.train_losses
+
+
+def test_stop_flag_saves_resumable_checkpoint_and_resume_finishes_the_same_run(tmp_path, data):
+    reference = train(tiny_config(tmp_path / "ref"), data=data)
+
+    stop = threading.Event()
+
+    def stop_mid_second_epoch(info):
+        if info["event"] == "batch" and info["epoch"] == 2 and info["batch"] == 3:
+            stop.set()
+
+    config = tiny_config(tmp_path / "run")
+    stopped = train(config, progress=stop_mid_second_epoch, stop=stop, data=data)
+    assert stopped.stopped and stopped.epochs_completed == 1
+    resumable = load_checkpoint(stopped.resume_path)
+    assert resumable.meta["resume"]["run"]["batch"] == 3
+    assert "rng.torch" in resumable.training_state
+    assert any(name.startswith("optimizer.") for name in resumable.training_state)
+
+    resumed = train(replace(config, resume=str(stopped.resume_path)), data=data)
+    assert resumed.epochs_completed == 3 and not resumed.stopped
+    np.testing.assert_allclose(resumed.train_losses, reference.train_losses, rtol=1e-6)
+    np.testing.assert_allclose(resumed.val_losses, reference.val_losses, rtol=1e-6)
+
+
+def test_resume_config_reads_the_stored_settings(tmp_path, data):
+    result = train(tiny_config(tmp_path, epochs=1), data=data)
+    config = train_module.resume_config(result.resume_path, epochs=2)
+    assert config.hidden_size == 32 and config.epochs == 2 and config.resume == str(result.resume_path)
+    resumed = train(config, data=data)
+    assert resumed.epochs_completed == 2
+
+
+def test_nan_loss_stops_with_a_clear_error(tmp_path, data):
+    poisoned = replace(data, y=data.y.copy())
+    poisoned.y[:, 0] = np.nan
+    with pytest.raises(TrainingError, match=r"epoch 1, batch 1"):
+        train(tiny_config(tmp_path), data=poisoned)
+    assert not (tmp_path / "tiny.safetensors").exists()
+
+
+def test_loss_terms_vanish_on_the_data_and_foot_skating_by_hand(tmp_path, data):
+    norm = normalisation(data, split_by_clip(data, 0.25, 0)[0])
+    tensors = train_module._to_device(data, norm, torch.device("cpu"))
+    config = tiny_config(tmp_path)
+    target = tensors.y[:10]
+    terms = sample_losses(target.clone(), target, tensors, config)
+    for name in ("fit", "root_velocity", "foot_skating"):
+        assert float(terms[name].abs().max()) == 0.0
+    # move the left foot joint (index 2) by +1 m/s in x on a row where the left foot is planted
+    row = int(np.flatnonzero(data.y[:, data.layout.y.slice("contacts")][:, 0] == 1.0)[0])
+    pred = tensors.y[row:row + 1].clone()
+    column = data.layout.y.slice("joint_vel").start + 2 * 3 + 0
+    pred[0, column] += 1.0 / float(tensors.y_std[column])
+    true_speed = float(np.linalg.norm(data.y[row, column:column + 3:2]))
+    new_speed = float(np.linalg.norm(data.y[row, column:column + 3:2] + [1.0, 0.0]))
+    terms = sample_losses(pred, tensors.y[row:row + 1], tensors, config)
+    assert float(terms["foot_skating"][0]) == pytest.approx(max(new_speed - true_speed, 0) / 4, rel=1e-4)
+
+
+def test_schedules():
+    config = TrainConfig(lr=1e-3, lr_final_fraction=0.1, epochs=10, feedback_max=0.6)
+    assert cosine_lr(config, 0, 100) == pytest.approx(1e-3)
+    assert cosine_lr(config, 50, 100) == pytest.approx(0.55e-3)
+    assert cosine_lr(config, 100, 100) == pytest.approx(1e-4)
+    assert feedback_probability(config, 0) == 0.0
+    assert feedback_probability(config, 5) == pytest.approx(0.6)
+    assert feedback_probability(config, 2) == pytest.approx(0.24)
+    rows = np.arange(1000)
+    batches = epoch_start_rows(rows, replace(config, rollout_length=4, batch_size=64), 3)
+    assert sum(len(b) for b in batches) == 250
+    again = epoch_start_rows(rows, replace(config, rollout_length=4, batch_size=64), 3)
+    assert all(np.array_equal(a, b) for a, b in zip(batches, again))
+
+
+def test_cli_refuses_missing_or_empty_folders(tmp_path, capsys):
+    assert main([str(tmp_path / "absent")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty")]) == 2
+    assert "no .bvh files" in capsys.readouterr().err
+
+
+def test_cli_surfaces_data_errors_as_one_line(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    (folder / "a.bvh").write_text("HIERARCHY\n")
+
+    def mixed(config):
+        raise ValueError("b.bvh: skeleton differs from a.bvh (joint names)")
+
+    monkeypatch.setattr(train_module, "load_training_data", mixed)
+    assert main([str(folder), "--out", str(tmp_path / "m.safetensors")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "pfnn-train: error: b.bvh: skeleton differs from a.bvh (joint names)"
+
+
+def test_cli_trains_and_resumes(tmp_path, capsys, monkeypatch, data):
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    (folder / "a.bvh").write_text("HIERARCHY\n")
+    monkeypatch.setattr(train_module, "load_training_data", lambda config: data)
+    out = tmp_path / "m.safetensors"
+    common = ["--hidden", "16", "--batch-size", "64", "--threads", "1", "--device", "cpu"]
+    assert main([str(folder), "--out", str(out), "--epochs", "1", *common]) == 0
+    assert out.exists()
+    resume = tmp_path / "m.resume.safetensors"
+    assert main(["--resume", str(resume), "--epochs", "2"]) == 0
+    assert load_checkpoint(resume).meta["resume"]["run"]["epoch"] == 2
