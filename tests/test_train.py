@@ -218,3 +218,19 @@ def test_cli_trains_and_resumes(tmp_path, capsys, monkeypatch, data):
     resume = tmp_path / "m.resume.safetensors"
     assert main(["--resume", str(resume), "--epochs", "2"]) == 0
     assert load_checkpoint(resume).meta["resume"]["run"]["epoch"] == 2
+
+
+def test_tiny_real_run_on_bundled_clips_lowers_validation_loss(tmp_path, bundled_bvh_files):
+    from pfnn_core.features import build_training_data
+    walks = [path for path in bundled_bvh_files if "_walk_" in path.name][:3]
+    standing = [path for path in bundled_bvh_files if "raise-up-both" in path.name][:1]
+    real = build_training_data(walks + standing, mirror=True)
+    config = TrainConfig(data=[], out=str(tmp_path / "real.safetensors"), hidden_size=32, epochs=3,
+                         val_fraction=0.25, seed=0, device="cpu", threads=1)
+    result = train(config, data=real)
+    assert result.val_losses[-1] < result.val_losses[0]
+    checkpoint = load_checkpoint(result.out_path)
+    assert checkpoint.layout == real.layout
+    assert checkpoint.meta["skeleton"]["names"] == real.skeleton["names"]
+    x = torch.as_tensor((real.x[:5] - checkpoint.norm["x_mean"].numpy()) / checkpoint.norm["x_std"].numpy())
+    assert checkpoint.model(x, torch.as_tensor(real.phase[:5])).shape == (5, real.y.shape[1])
