@@ -3,7 +3,7 @@
 import numpy as np
 
 from pfnn_core.phase import (
-    cycle_lengths, cycle_strides, phase_from_contacts, phase_from_root_height, stride_length_at,
+    contact_phase_summary, cycle_lengths, cycle_strides, phase_from_contacts, save_contact_phase_plots, phase_from_root_height, stride_length_at,
     stride_statistics, touchdowns,
 )
 
@@ -95,3 +95,19 @@ def test_stride_statistics_from_straight_walk():
     assert np.isclose(stride_length_at(stats, 1.2), 1.2 * 66 * dt)
     assert np.isclose(stride_length_at(stats, 3.0), 2.6)
     assert np.isclose(stride_length_at(stats, 10.0), 2.6)  # held outside the measured range
+
+
+def test_contact_phase_summary_and_plots_on_real_clips(tmp_path):
+    from pathlib import Path
+
+    from pfnn_core import bvh
+
+    folder = Path(__file__).resolve().parents[1] / "assets" / "bvh"
+    walk = bvh.load(str(folder / "dataset-2_walk_normal_002.bvh"))
+    summary = contact_phase_summary(walk)
+    assert summary["phase_method"] == "contacts" and summary["cycles"] >= 5
+    assert 62 <= summary["cycle_frames_median"] <= 70 and 0.45 < summary["toe_contact_share"] < 0.65
+    stand = contact_phase_summary(bvh.load(str(folder / "dataset-2_raise-up-left-hand_normal_001.bvh")))
+    assert stand["toe_contact_share"] > 0.95 and stand["cycles"] == 0
+    paths = save_contact_phase_plots(walk, str(tmp_path / "walk"))
+    assert Path(paths[0]).stat().st_size > 1000 and paths[0].endswith(".png")
