@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .kinematics import forward_kinematics
-from .quat import quat_mul, quat_mul_vec, quat_to_euler
+from .quat import quat_mul, quat_to_euler, quat_to_matrix
 
 CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
 _CANONICAL_CHANNEL = {name.lower(): name for name in CHANNEL_NAMES}
@@ -173,7 +173,8 @@ def _fmt_vec(v) -> str:
 def _parse_hierarchy(header: str, path_name: str, has_motion: bool) -> dict:
     tokens: list[tuple[str, int]] = []
     for line_no, line in enumerate(header.split("\n"), 1):
-        tokens.extend((tok, line_no) for tok in _HEADER_TOKEN.findall(line))
+        words = _HEADER_TOKEN.findall(line) if ("{" in line or "}" in line) else line.split()
+        tokens += [(word, line_no) for word in words]
     end_line = header.count("\n") + 1
     pos = 0
 
@@ -447,11 +448,22 @@ def detect_scale(rotations: np.ndarray, positions: np.ndarray, parents: np.ndarr
     a standing figure whatever the up axis; the unit whose conversion lands closest to a typical
     height (in log scale) wins. A degenerate skeleton keeps file units.
     """
-    global_rot, global_pos = forward_kinematics(rotations[:1], positions[:1], parents)
-    points = [global_pos[0]]
+    # One pose only: 3x3 matrices in a plain loop beat the batched path's per-call overhead here.
+    local_matrices = quat_to_matrix(rotations[0])
+    global_matrices = np.empty_like(local_matrices)
+    global_pos = np.empty((len(parents), 3))
+    for j, parent in enumerate(parents.tolist()):
+        if parent < 0:
+            global_matrices[j] = local_matrices[j]
+            global_pos[j] = positions[0, j]
+        else:
+            global_matrices[j] = global_matrices[parent] @ local_matrices[j]
+            global_pos[j] = global_pos[parent] + global_matrices[parent] @ positions[0, j]
+    points = [global_pos]
     if end_sites:
-        sites = np.array(list(end_sites.keys()))
-        points.append(global_pos[0, sites] + quat_mul_vec(global_rot[0, sites], np.array(list(end_sites.values()))))
+        sites = list(end_sites.keys())
+        site_offsets = np.array(list(end_sites.values()))
+        points.append(global_pos[sites] + np.einsum("sij,sj->si", global_matrices[sites], site_offsets))
     points = np.concatenate(points, axis=0)
     extent = float(np.max(points.max(axis=0) - points.min(axis=0)))
     if not (math.isfinite(extent) and extent > 0.0):

@@ -44,11 +44,18 @@ def quat_inv(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # np.cross moves axes around; this is several times faster on small batches.
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+
+
 def quat_mul_vec(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors ``v [..., 3]`` by unit quaternions ``q``."""
     qv = q[..., 1:]
-    t = 2.0 * np.cross(qv, v)
-    return v + q[..., :1] * t + np.cross(qv, t)
+    t = 2.0 * _cross(qv, v)
+    return v + q[..., :1] * t + _cross(qv, t)
 
 
 def quat_inv_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,0 +1,177 @@
+"""The data inspector, ``pfnn-data inspect PATH [PATH...]``: one table row per BVH file and warnings
+about files that would poison a training set (implausible speeds, mixed skeletons, mixed frame rates).
+
+``inspect_file(path) -> dict`` makes one row; ``format_table(rows) -> str`` prints any rows, including
+columns other modules add to the dicts. Run it before training.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .bvh import BVHError, load
+
+UNIT_NAMES = {1.0: "m", 0.01: "cm", 0.0254: "in", 0.001: "mm"}
+# Plausible mean ground speeds (m/s) by a word in the clip's file name.
+SPEED_RANGES = {"run": (1.8, 6.0), "jog": (1.5, 5.0), "walk": (0.5, 2.5)}
+MAX_HUMAN_SPEED = 8.0
+BASE_COLUMNS = ("file", "frames", "frame_time", "duration_s", "joints", "channels", "units", "speed_mps")
+_INTERNAL_KEYS = ("path", "warnings", "error", "skeleton")
+
+
+def hips_index(motion) -> int:
+    """The joint that carries the body's translation: named hips/pelvis, else the first that moves."""
+    for j, name in enumerate(motion.names):
+        if "hips" in name.lower() or "pelvis" in name.lower():
+            return j
+    moving = np.ptp(motion.positions, axis=0).max(axis=-1) > 0.0
+    return int(np.argmax(moving)) if moving.any() else 0
+
+
+def mean_ground_speed(motion) -> float:
+    """Mean horizontal speed (m/s for a motion loaded in metres) of the hips projected on the ground."""
+    if motion.num_frames < 2:
+        return 0.0
+    hips = motion.global_positions()[:, hips_index(motion)]
+    step = np.linalg.norm(np.diff(hips[:, [0, 2]], axis=0), axis=-1)
+    return float(step.mean() / motion.frame_time)
+
+
+def channels_summary(channels: list[list[str]]) -> str:
+    counts: dict[int, int] = {}
+    for chans in channels:
+        counts[len(chans)] = counts.get(len(chans), 0) + 1
+    return ", ".join(f"{n}ch x{count}" for n, count in sorted(counts.items(), reverse=True))
+
+
+def speed_warning(name: str, speed: float) -> str | None:
+    if speed > MAX_HUMAN_SPEED:
+        return f"mean speed {speed:.2f} m/s is faster than any human: wrong Frame Time or units?"
+    lowered = name.lower()
+    for word, (low, high) in SPEED_RANGES.items():
+        if word in lowered:
+            if not low <= speed <= high:
+                return (f"mean speed {speed:.2f} m/s is implausible for a '{word}' clip (expected {low}-{high}): "
+                        f"wrong Frame Time or units?")
+            return None
+    return None
+
+
+def inspect_file(path) -> dict:
+    """One table row for a BVH file; a file that fails to load gives a row with 'error' set."""
+    path = Path(path)
+    row: dict = {"path": str(path), "file": path.name, "warnings": []}
+    try:
+        motion = load(path)
+    except (BVHError, OSError) as exc:
+        row["error"] = str(exc)
+        return row
+    speed = mean_ground_speed(motion)
+    row.update({
+        "frames": motion.num_frames,
+        "frame_time": motion.frame_time,
+        "duration_s": round(motion.duration, 3),
+        "joints": motion.num_joints,
+        "channels": channels_summary(motion.channels),
+        "units": UNIT_NAMES.get(motion.scale, f"x{motion.scale:g}"),
+        "speed_mps": round(speed, 3),
+        "skeleton": (tuple(motion.names), motion.offsets),
+    })
+    warning = speed_warning(path.stem, speed)
+    if warning:
+        row["warnings"].append(warning)
+    return row
+
+
+def folder_warnings(rows: list[dict]) -> list[str]:
+    """Mixed skeletons and differing frame rates among the loaded rows of one folder."""
+    loaded = [r for r in rows if "error" not in r]
+    if len(loaded) < 2:
+        return []
+    messages = []
+    reference = loaded[0]
+    ref_names, ref_offsets = reference["skeleton"]
+    different = [r["file"] for r in loaded[1:]
+                 if r["skeleton"][0] != ref_names or r["skeleton"][1].shape != ref_offsets.shape
+                 or not np.allclose(r["skeleton"][1], ref_offsets, atol=1e-3)]
+    if different:
+        shown = ", ".join(different[:5]) + (" ..." if len(different) > 5 else "")
+        messages.append(f"mixed skeletons: {len(different)} file(s) differ from {reference['file']} "
+                        f"in joint names or offsets: {shown}")
+    rates = sorted({round(1.0 / r["frame_time"], 3) for r in loaded})
+    if len(rates) > 1:
+        messages.append(f"frame rates differ: {', '.join(f'{r:g}' for r in rates)} fps")
+    return messages
+
+
+def format_table(rows: list[dict]) -> str:
+    """A plain-text table: the base columns, then any extra keys found in the rows, in order of appearance."""
+    columns = list(BASE_COLUMNS)
+    for row in rows:
+        for key in row:
+            if key not in columns and key not in _INTERNAL_KEYS:
+                columns.append(key)
+
+    def cell(row, key):
+        if key not in row:
+            return "-"
+        value = row[key]
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value)
+
+    table = [columns] + [[cell(r, c) if "error" not in r or c == "file" else ("FAILED" if c == "frames" else "")
+                          for c in columns] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    lines = ["  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip() for line in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def collect_files(paths: list[str]) -> list[Path]:
+    files = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(q for q in p.iterdir() if q.suffix.lower() == ".bvh"))
+        else:
+            files.append(p)
+    return files
+
+
+def run_inspect(paths: list[str], out=sys.stdout) -> int:
+    files = collect_files(paths)
+    if not files:
+        print("no .bvh files found", file=out)
+        return 1
+    by_folder: dict[Path, list[dict]] = {}
+    for f in files:
+        by_folder.setdefault(f.parent, []).append(inspect_file(f))
+    failed = 0
+    for folder, rows in by_folder.items():
+        print(f"\n{folder}", file=out)
+        print(format_table(rows), file=out)
+        notes = [f"WARNING {r['file']}: {w}" for r in rows for w in r["warnings"]]
+        notes += [f"WARNING {folder}: {w}" for w in folder_warnings(rows)]
+        errors = [f"ERROR {r['error']}" for r in rows if "error" in r]
+        failed += len(errors)
+        for line in notes + errors:
+            print(line, file=out)
+    total = sum(len(r) for r in by_folder.values())
+    print(f"\n{total} file(s), {failed} failed to load", file=out)
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="pfnn-data", description="Check BVH motion data before training.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    inspect_cmd = commands.add_parser("inspect", help="table of BVH files with warnings about suspicious ones")
+    inspect_cmd.add_argument("paths", nargs="+", help="BVH files or folders")
+    args = parser.parse_args(argv)
+    return run_inspect(args.paths)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
