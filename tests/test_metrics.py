@@ -212,6 +212,17 @@ def test_mean_jerk_of_a_cubic_is_exact():
     assert metrics.mean_jerk(positions, DT) == pytest.approx(6.0, rel=1e-6)
 
 
+def test_integrate_root_motion_turns_after_each_step():
+    dt = 0.5
+    # step 0: forward 1 m/s at yaw 0 while turning +90 deg; step 1: forward again, now facing +X.
+    path, yaw = metrics.integrate_root_motion([[0.0, 1.0], [0.0, 1.0]], [np.pi, 0.0], dt)
+    np.testing.assert_allclose(path, [[0.0, 0.0], [0.0, 0.5], [0.5, 0.5]], atol=1e-12)
+    np.testing.assert_allclose(yaw, [0.0, np.pi / 2, np.pi / 2])
+    # a local sidestep to +X at start yaw pi/2 (facing +X) moves toward -Z.
+    path, _ = metrics.integrate_root_motion([[1.0, 0.0]], [0.0], 1.0, start_yaw=np.pi / 2)
+    np.testing.assert_allclose(path[-1], [0.0, -1.0], atol=1e-12)
+
+
 def test_phase_consistency_invariances_and_a_known_value():
     t = np.linspace(0, 3, 200)
     path = np.stack([np.sin(t), t], axis=-1)
