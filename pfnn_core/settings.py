@@ -47,13 +47,13 @@ class RuntimeSettings:
                                         "Time for the commanded facing to close half the angle to the desired facing.",
                                         min=0.02, max=2.0, step=0.01)
     # Blend exponent of future positions, network -> command: w(t) = 1 - (1 - t)^bias [PFNN: 0.5].
-    bias_pos: float = _tunable(0.5, "Blend bias: position", "Larger = future positions follow the network longer.",
+    bias_pos: float = _tunable(0.5, "Blend bias: position", "Larger = future positions follow the command sooner (less of the network).",
                                min=0.05, max=5.0, step=0.05)
     # Same while strafing [PFNN: 1.0].
     bias_pos_strafe: float = _tunable(1.0, "Blend bias: position (strafe)", "Position blend exponent while strafing.",
                                       min=0.05, max=5.0, step=0.05)
     # Blend exponent of future facings, network -> command [PFNN: 2.0].
-    bias_dir: float = _tunable(2.0, "Blend bias: facing", "Larger = future facings follow the command sooner.",
+    bias_dir: float = _tunable(2.0, "Blend bias: facing", "Larger = future facings follow the command sooner (less of the network).",
                                min=0.05, max=5.0, step=0.05)
     # Same while strafing [PFNN: 0.5].
     bias_dir_strafe: float = _tunable(0.5, "Blend bias: facing (strafe)", "Facing blend exponent while strafing.",
