@@ -97,6 +97,7 @@ def save_checkpoint(path, model: PFNN, layout, norm, meta: dict | None = None,
         tensors[f"train.{name}"] = value.detach().cpu().contiguous()
     temporary = path.with_name(path.name + ".tmp")
     save_file(tensors, str(temporary), metadata={METADATA_KEY: json.dumps(header)})
+    temporary.chmod(0o644)  # safetensors creates its files owner-only; models are shared assets
     temporary.replace(path)
     return path
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import math
 import signal
 import sys
@@ -109,7 +110,9 @@ def _data_summary(data) -> dict:
     digest = hashlib.sha1()
     for array in (data.x, data.y, data.phase):
         digest.update(np.ascontiguousarray(array).tobytes())
-    return {"files": list(data.clip_names), "samples": int(len(data.x)), "sha1": digest.hexdigest()}
+    summary = {key: value for key, value in (getattr(data, "summary", None) or {}).items()
+               if isinstance(value, (str, int, float, bool))}
+    return {**summary, "files": list(data.clip_names), "samples": int(len(data.x)), "sha1": digest.hexdigest()}
 
 
 @dataclass
@@ -344,6 +347,7 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     out_path, resume_path = Path(config.out), resume_path_for(config.out)
 
     torch.manual_seed(config.seed)
+    meta_base_data = _data_summary(data)
     model_config = ModelConfig(input_size=data.x.shape[1], output_size=data.y.shape[1],
                                hidden_size=config.hidden_size, phase_function=config.phase_function,
                                num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout)
@@ -364,13 +368,16 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
         _restore_optimizer(optimizer, resumed.training_state, stored["param_groups"])
         _restore_rng(resumed.training_state, device)
         run.update(stored["run"])
+        if resumed.meta.get("data", {}).get("sha1") != meta_base_data["sha1"]:
+            logging.getLogger(__name__).warning("%s was trained on different data; continuing on this data",
+                                                config.resume)
     model.train()
 
     batches_per_epoch = len(epoch_start_rows(train_rows, config, 0))
     total_steps = batches_per_epoch * config.epochs
     val_rows_t = torch.as_tensor(val_rows if len(val_rows) else train_rows, dtype=torch.long, device=device)
     meta_base = {"skeleton": data.skeleton, "stride": data.stride, "gait_speeds": data.gait_speeds,
-                 "data": _data_summary(data)}
+                 "data": meta_base_data}
     session_start, session_start_step = time.perf_counter(), run["step"]
 
     def report(event: str, **extra) -> None:
@@ -379,10 +386,12 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
         done = run["step"] - session_start_step
         elapsed = time.perf_counter() - session_start
         eta = elapsed / done * (total_steps - run["step"]) if done else None
-        progress({"event": event, "epoch": run["epoch"] + 1, "epochs": config.epochs,
-                  "batch": run["batch"], "batches": batches_per_epoch, "step": run["step"],
-                  "total_steps": total_steps,
-                  "train_loss": run["epoch_loss_sum"] / max(run["epoch_batches"], 1),
+        in_epoch = run["epoch_batches"] > 0 or not run["train_losses"]
+        progress({"event": event, "epoch": run["epoch"] + 1 if in_epoch else run["epoch"],
+                  "epochs": config.epochs, "batch": run["batch"], "batches": batches_per_epoch,
+                  "step": run["step"], "total_steps": total_steps,
+                  "train_loss": (run["epoch_loss_sum"] / max(run["epoch_batches"], 1) if in_epoch
+                                 else run["train_losses"][-1]),
                   "val_loss": run["val_losses"][-1] if run["val_losses"] else None,
                   "best_val_loss": run["best_val_loss"] if run["best_epoch"] else None,
                   "lr": optimizer.param_groups[0]["lr"], "elapsed_s": elapsed, "eta_s": eta, **extra})
@@ -442,7 +451,8 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
             run.update(best_val_loss=val["total"], best_epoch=epoch + 1, epochs_since_best=0)
             training_meta = {"epochs_completed": epoch + 1, "best_epoch": epoch + 1,
                              "train_loss": run["train_losses"][-1], "val_loss": val["total"],
-                             "val_terms": val, "wall_s": wall(), "device": str(device),
+                             "val_terms": val, "train_losses": run["train_losses"],
+                             "val_losses": run["val_losses"], "wall_s": wall(), "device": str(device),
                              "config": asdict(config)}
             save_checkpoint(out_path, model, data.layout, norm, {**meta_base, "training": training_meta})
         else:

@@ -98,6 +98,10 @@ def test_tiny_run_lowers_validation_loss_and_writes_a_loadable_model(tmp_path, d
     assert batch_events[-1]["step"] == batch_events[-1]["total_steps"]
     assert {"epoch", "train_loss", "val_loss", "eta_s", "lr"} <= set(batch_events[-1])
     assert events[-1]["event"] == "done"
+    epoch_events = [e for e in events if e["event"] == "epoch"]
+    assert [e["epoch"] for e in epoch_events] == [1, 2, 3, 4]
+    assert [e["train_loss"] for e in epoch_events] == result.train_losses
+    assert [e["val_loss"] for e in epoch_events] == result.val_losses
     # the cosine schedule ended near its floor
     assert batch_events[-1]["lr"] < 0.1 * 3e-3
 
