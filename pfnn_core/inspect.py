@@ -60,8 +60,12 @@ def speed_warning(name: str, speed: float) -> str | None:
     return None
 
 
-def inspect_file(path) -> dict:
-    """One table row for a BVH file; a file that fails to load gives a row with 'error' set."""
+def inspect_file(path, extra_columns=()) -> dict:
+    """One table row for a BVH file; a file that fails to load gives a row with 'error' set.
+
+    ``extra_columns`` are functions ``motion -> dict`` whose items are added to the row (contact and
+    phase summaries, for instance); ``format_table`` shows them after the base columns.
+    """
     path = Path(path)
     row: dict = {"path": str(path), "file": path.name, "warnings": []}
     try:
@@ -83,6 +87,8 @@ def inspect_file(path) -> dict:
     warning = speed_warning(path.stem, speed)
     if warning:
         row["warnings"].append(warning)
+    for columns in extra_columns:
+        row.update(columns(motion))
     return row
 
 
@@ -141,14 +147,16 @@ def collect_files(paths: list[str]) -> list[Path]:
     return files
 
 
-def run_inspect(paths: list[str], out=sys.stdout) -> int:
+def run_inspect(paths: list[str], out=None, extra_columns=()) -> int:
+    """Print the tables and warnings; 1 when any file failed to load (or none was found), else 0."""
+    out = sys.stdout if out is None else out
     files = collect_files(paths)
     if not files:
         print("no .bvh files found", file=out)
         return 1
     by_folder: dict[Path, list[dict]] = {}
     for f in files:
-        by_folder.setdefault(f.parent, []).append(inspect_file(f))
+        by_folder.setdefault(f.parent, []).append(inspect_file(f, extra_columns))
     failed = 0
     for folder, rows in by_folder.items():
         print(f"\n{folder}", file=out)

@@ -1,0 +1,60 @@
+"""The data inspector: rows for real files, speed and folder warnings, failures reported per file."""
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from pfnn_core import bvh
+from pfnn_core.inspect import format_table, inspect_file, main
+
+
+@pytest.fixture()
+def walk_file(bundled_bvh_files):
+    return next(p for p in bundled_bvh_files if p.name.startswith("dataset-2_walk_normal"))
+
+
+def test_row_for_a_bundled_walk(walk_file):
+    row = inspect_file(walk_file)
+    m = bvh.load(walk_file)
+    assert row["frames"] == m.num_frames and row["joints"] == 22 and row["units"] == "cm"
+    assert row["channels"] == "6ch x22"
+    assert 0.9 < row["speed_mps"] < 1.4 and row["warnings"] == []
+    hips = m.global_positions()[:, 1]
+    expected = np.linalg.norm(hips[-1, [0, 2]] - hips[0, [0, 2]]) / m.duration  # straight walk: path ~ chord
+    assert row["speed_mps"] == pytest.approx(expected, rel=0.1)
+
+
+def test_wrong_frame_time_is_flagged(walk_file, tmp_path):
+    text = re.sub(r"Frame Time:\s*0.0333333", "Frame Time: 0.00833333", walk_file.read_text())
+    (tmp_path / "walk_fast.bvh").write_text(text)
+    row = inspect_file(tmp_path / "walk_fast.bvh")
+    assert row["speed_mps"] > 4 and any("implausible for a 'walk'" in w for w in row["warnings"])
+
+
+def test_folder_with_broken_mixed_and_differing_rates(walk_file, tmp_path, capsys):
+    shutil.copy(walk_file, tmp_path / "a_walk.bvh")
+    text = walk_file.read_text()
+    (tmp_path / "b_walk_60fps.bvh").write_text(re.sub(r"Frame Time:\s*0.0333333", "Frame Time: 0.0166667", text))
+    (tmp_path / "c_other_skeleton.bvh").write_text(text.replace("OFFSET 15.7357 0.0 0.0", "OFFSET 25.7357 0.0 0.0"))
+    (tmp_path / "d_broken.bvh").write_text("HIERARCHY\nROOT x\n{\n")
+    code = main(["inspect", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code != 0
+    assert "a_walk.bvh" in out and "FAILED" in out
+    assert "d_broken.bvh" in out and "ERROR" in out
+    assert "mixed skeletons" in out and "c_other_skeleton.bvh" in out
+    assert "frame rates differ" in out
+
+
+def test_clean_files_exit_zero(walk_file, capsys):
+    assert main(["inspect", str(walk_file)]) == 0
+    assert "WARNING" not in capsys.readouterr().out
+
+
+def test_format_table_shows_extra_columns(walk_file):
+    row = inspect_file(walk_file, extra_columns=[lambda motion: {"contact_share": 0.54}])
+    table = format_table([row, {"path": "x.bvh", "file": "x.bvh", "warnings": [], "error": "x.bvh: empty file"}])
+    header = table.splitlines()[0]
+    assert header.split()[:8] == ["file", "frames", "frame_time", "duration_s", "joints", "channels", "units", "speed_mps"]
+    assert "contact_share" in header and "0.54" in table and "FAILED" in table
