@@ -1,0 +1,128 @@
+"""Keyboard and gamepad -> one `InputFrame` per tick (stick vectors + run/strafe flags).
+
+The move stick is camera-relative (x right, y forward, length <= 1); `pfnn_core.controller` turns it
+into a `Command`. Gamepads come and go through pyglet's ControllerManager; when the platform has no
+input devices (no /dev/input, no permission) the viewer simply runs keyboard-only.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from pyglet.window import key
+
+from pfnn_core.controller import clamp_stick, stick_from_keys
+
+MOVE_KEYS = {"up": (key.W, key.UP), "down": (key.S, key.DOWN), "left": (key.A, key.LEFT), "right": (key.D, key.RIGHT)}
+RUN_KEYS = (key.LSHIFT, key.RSHIFT)
+STRAFE_KEYS = (key.Q, key.E)
+TRIGGER_ON = 0.5
+
+
+@dataclass
+class InputFrame:
+    move: np.ndarray  # [2] camera-relative stick (x right, y forward)
+    run: bool
+    strafe: bool
+    camera: np.ndarray  # [2] right-stick (x yaw, y pitch), -1..1
+
+
+def keyboard_frame(held: set) -> InputFrame:
+    """What the held keys ask for."""
+    def down(name):
+        return any(k in held for k in MOVE_KEYS[name])
+
+    move = stick_from_keys(down("up"), down("down"), down("left"), down("right"))
+    return InputFrame(move, any(k in held for k in RUN_KEYS), any(k in held for k in STRAFE_KEYS), np.zeros(2))
+
+
+def radial_deadzone(stick, deadzone: float) -> np.ndarray:
+    """Zero inside the dead zone, rescaled so the edge of the zone maps to 0 and full tilt to 1."""
+    stick = clamp_stick(stick)
+    length = float(np.linalg.norm(stick))
+    if length <= deadzone:
+        return np.zeros(2)
+    return stick / length * (length - deadzone) / (1.0 - deadzone)
+
+
+def gamepad_frame(controller, deadzone: float = 0.15) -> InputFrame:
+    """Poll a pyglet Controller: left stick moves, right stick orbits, right trigger runs, left strafes.
+    pyglet's y axes point down, so they are negated to make 'up' positive."""
+    move = radial_deadzone([controller.leftx, -controller.lefty], deadzone)
+    camera = radial_deadzone([controller.rightx, -controller.righty], deadzone)
+    return InputFrame(move, controller.righttrigger > TRIGGER_ON, controller.lefttrigger > TRIGGER_ON, camera)
+
+
+def combine(frames: list[InputFrame]) -> InputFrame:
+    """Sum of sources (keyboard + every pad), sticks clamped to unit length, flags OR-ed."""
+    if not frames:
+        return InputFrame(np.zeros(2), False, False, np.zeros(2))
+    return InputFrame(clamp_stick(sum(f.move for f in frames)), any(f.run for f in frames),
+                      any(f.strafe for f in frames), clamp_stick(sum(f.camera for f in frames)))
+
+
+def open_controller_manager():
+    """pyglet's ControllerManager, or None when the platform has no input devices to offer."""
+    try:
+        import pyglet.input
+        return pyglet.input.ControllerManager()
+    except Exception:  # no /dev/input, no permission, no backend: run keyboard-only
+        return None
+
+
+@dataclass
+class InputDevices:
+    """Held keys and connected gamepads. Keep this object alive: pyglet holds weak handler refs."""
+    held: set = field(default_factory=set)
+    controllers: list = field(default_factory=list)
+    manager: object = None
+    messages: list = field(default_factory=list)
+
+    def attach_gamepads(self) -> None:
+        self.manager = open_controller_manager()
+        if self.manager is None:
+            self.messages.append("No input devices available: keyboard and mouse only.")
+            return
+        self.manager.push_handlers(on_connect=self.on_connect, on_disconnect=self.on_disconnect)
+        try:
+            found = list(self.manager.get_controllers())
+        except Exception:
+            found = []
+        for controller in found:
+            self.on_connect(controller)
+
+    def on_connect(self, controller) -> None:
+        try:
+            controller.open()
+        except Exception as error:  # a pad that vanished while opening
+            self.messages.append(f"Gamepad could not be opened: {error}")
+            return
+        self.controllers.append(controller)
+        self.messages.append(f"Gamepad connected: {getattr(controller, 'name', 'controller')}")
+
+    def on_disconnect(self, controller) -> None:
+        if controller in self.controllers:
+            self.controllers.remove(controller)
+            self.messages.append(f"Gamepad disconnected: {getattr(controller, 'name', 'controller')}")
+        try:
+            controller.close()
+        except Exception:
+            pass
+
+    def on_key_press(self, symbol, modifiers) -> None:
+        self.held.add(symbol)
+
+    def on_key_release(self, symbol, modifiers) -> None:
+        self.held.discard(symbol)
+
+    def release_all(self) -> None:
+        """Forget held keys (the window lost focus: releases will not arrive)."""
+        self.held.clear()
+
+    def frame(self, deadzone: float = 0.15) -> InputFrame:
+        frames = [keyboard_frame(self.held)]
+        for controller in list(self.controllers):
+            try:
+                frames.append(gamepad_frame(controller, deadzone))
+            except Exception:  # unplugged between the event and the poll
+                self.controllers.remove(controller)
+        return combine(frames)

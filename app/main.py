@@ -1,0 +1,510 @@
+"""The viewer application: CLI, pyglet window, fixed-timestep main loop, headless mode.
+
+The simulation steps at 60 Hz through `pfnn_core.timestep.FixedTimestep` (a long stall drops time
+instead of spiralling); rendering interpolates between the last two simulation states. The panel's
+requests (load a model, open a BVH, train, record) are handled here, after the UI pass, and their
+failures are written back into the panel state so the app keeps running.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "assets" / "models" / "default.safetensors"
+SIM_DT = 1.0 / 60.0
+MAX_SUBSTEPS = 4
+ORBIT_RATE = 2.5  # rad/s at full right-stick tilt
+MOUSE_ORBIT = 0.008  # rad per pixel dragged
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="pfnn-viewer", description="Real-time PFNN character viewer.")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="checkpoint (.safetensors) to run")
+    parser.add_argument("--bvh", help="start playing this BVH file")
+    parser.add_argument("--headless", action="store_true", help="render offscreen (EGL), no window")
+    parser.add_argument("--script", help='scripted input JSON: {"segments": [{"duration", "move": [x, z], '
+                                         '"run", "face": [x, z]}]}')
+    parser.add_argument("--frames", type=int, default=240, help="frames to run in headless mode")
+    parser.add_argument("--screenshot", help="save the last frame to this PNG")
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=720)
+    parser.add_argument("--crowd", type=int, default=1, help="number of characters (network model only)")
+    parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
+    parser.add_argument("--msaa", type=int, default=None,
+                        help="multisampling (default: 4 on a GPU, 0 on software renderers such as llvmpipe)")
+    return parser.parse_args(argv)
+
+
+def use_headless_gl() -> None:
+    """Select offscreen EGL; must run before pyglet or PyOpenGL is first imported."""
+    os.environ["PYGLET_HEADLESS"] = "true"
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+
+def create_window(width: int, height: int, visible: bool = True, vsync: bool = True):
+    """A resizable GL 3.3 core window, 8-bit RGBA, 24-bit depth (MSAA is done offscreen by the
+    renderer, where the GL is hardware)."""
+    import pyglet
+
+    base = dict(double_buffer=True, red_size=8, green_size=8, blue_size=8, alpha_size=8,
+                major_version=3, minor_version=3, forward_compatible=True)
+    for extra in (dict(depth_size=24), dict(depth_size=16)):
+        try:
+            config = pyglet.gl.Config(**base, **extra)
+            return pyglet.window.Window(width, height, caption="PFNN viewer", resizable=True, vsync=vsync,
+                                        config=config, visible=visible)
+        except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException):
+            continue
+    return pyglet.window.Window(width, height, caption="PFNN viewer", resizable=True, vsync=vsync)
+
+
+def load_script(path) -> list[dict]:
+    """Segments of a drive script (same format as `pfnn-drive`)."""
+    segments = json.loads(Path(path).read_text())["segments"]
+    for segment in segments:
+        if float(segment.get("duration", 0)) < 0:
+            raise ValueError(f"{path}: negative segment duration")
+    return segments
+
+
+def script_segment_at(segments: list[dict], time_s: float) -> dict | None:
+    """The segment active at `time_s` (None after the end)."""
+    start = 0.0
+    for segment in segments:
+        end = start + float(segment.get("duration", 0.0))
+        if time_s < end:
+            return segment
+        start = end
+    return None
+
+
+def save_png(pixels: np.ndarray, path) -> None:
+    from PIL import Image
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(path)
+
+
+class Viewer:
+    """Window + renderer + camera + input + panel + the character source, and the main loop."""
+
+    def __init__(self, width=1280, height=720, model_path=None, bvh_path=None, crowd=1, visible=True,
+                 vsync=True, show_panel=True, msaa=None):
+        import moderngl
+        from imgui_bundle import imgui, implot
+        from imgui_bundle.python_backends import pyglet_backend
+
+        from app.camera import OrbitCamera
+        from app.input import InputDevices
+        from app.renderer import Renderer
+        from app.ui import ViewerState, apply_style
+        from pfnn_core.timestep import FixedTimestep
+
+        self.window = create_window(width, height, visible=visible, vsync=vsync)
+        self.ctx = moderngl.create_context()
+        self.renderer = Renderer(self.ctx, samples=msaa)
+        self.camera = OrbitCamera()
+        self.state = ViewerState(show_panel=show_panel)
+        self.devices = InputDevices()
+        self.timestep = FixedTimestep(SIM_DT, MAX_SUBSTEPS)
+        self.crowd = max(1, int(crowd))
+        # our handlers go first so that imgui's (pushed on top by its renderer) see events before them
+        self.window.push_handlers(self.on_key_press, self.on_key_release, self.on_mouse_drag,
+                                  self.on_mouse_scroll, self.on_deactivate, self.on_draw, self.on_close)
+        self.devices.attach_gamepads()
+        self.imgui_context = imgui.create_context()
+        self.implot_context = implot.create_context()
+        imgui.get_io().set_ini_filename("")
+        apply_style()
+        self.imgui_renderer = pyglet_backend.create_renderer(self.window)
+        self.script, self.sim_time, self.frame_count = None, 0.0, 0
+        self.live_source, self.source = None, None
+        self.training_job, self.recorder = None, None
+        self.closed = False
+        self._fps = 0.0
+        self._load_initial(model_path, bvh_path)
+        self.prev_frames = self.cur_frames = self.source.frames()
+        self.camera.snap(self.cur_frames[0].root_pos)
+
+    # ---- sources -------------------------------------------------------------------------------
+    def _load_initial(self, model_path, bvh_path) -> None:
+        from app.puppet import PuppetSource
+
+        self.live_source = PuppetSource()
+        if model_path:
+            self.load_model(model_path)
+        if self.source is None:
+            self.source = self.live_source
+        if bvh_path:
+            self.open_bvh(bvh_path)
+        self._sync_source_label()
+
+    def _sync_source_label(self) -> None:
+        self.state.source_label = self.source.label
+
+    def load_model(self, path) -> bool:
+        """Run the checkpoint at `path`; on failure the running character stays and the panel shows why."""
+        from app.live import LiveSource
+
+        path = str(path).strip()
+        try:
+            if not path:
+                raise ValueError("no checkpoint path given")
+            if isinstance(self.live_source, LiveSource):
+                self.live_source.swap_model(path)
+                live = self.live_source
+            else:
+                live = LiveSource.from_checkpoint(path, self.state.settings, self.crowd)
+        except Exception as error:  # any bad file: keep running what runs
+            self.state.model.error = f"Could not load {path}: {error}"
+            return False
+        self.live_source = live
+        self.state.model.error = ""
+        self.state.model.path = path
+        self.state.model.summary = live.summary()
+        if not self.state.playback.active:
+            self.source = live
+        self._reset_frames()
+        return True
+
+    def open_bvh(self, path) -> bool:
+        """Play a BVH file; on failure nothing changes but the error in the Playback section."""
+        from app.playback import PlaybackSource, load_clip
+
+        path = str(path).strip()
+        try:
+            if not path:
+                raise ValueError("no BVH path given")
+            clip = load_clip(path)
+        except Exception as error:  # parse errors, missing files, skeletons we cannot show
+            self.state.playback.error = f"Could not open {path}: {error}"
+            return False
+        playback = self.state.playback
+        playback.error, playback.active, playback.clip_name = "", True, clip.name
+        playback.path, playback.time, playback.duration, playback.playing = path, 0.0, clip.duration, True
+        self.source = PlaybackSource(clip)
+        self._reset_frames()
+        return True
+
+    def back_to_live(self) -> None:
+        self.state.playback.active = False
+        self.source = self.live_source
+        self._reset_frames()
+
+    def _reset_frames(self) -> None:
+        self.prev_frames = self.cur_frames = self.source.frames()
+        self.camera.snap(self.cur_frames[0].root_pos)
+        self._sync_source_label()
+
+    # ---- input ---------------------------------------------------------------------------------
+    def current_command(self):
+        from pfnn_core.controller import command_from_stick, command_from_world_move
+
+        settings = self.state.settings
+        if self.script is not None:
+            segment = script_segment_at(self.script, self.sim_time)
+            if segment is not None:
+                return command_from_world_move(segment.get("move", [0.0, 0.0]), bool(segment.get("run", False)),
+                                               settings, facing=segment.get("face"))
+        frame = self.devices.frame(settings.stick_deadzone)
+        return command_from_stick(frame.move, frame.run, frame.strafe, self.camera.view_yaw(), settings)
+
+    def on_key_press(self, symbol, modifiers):
+        from imgui_bundle import imgui
+        from pyglet.window import key
+
+        if imgui.get_io().want_text_input:
+            return None
+        self.devices.on_key_press(symbol, modifiers)
+        toggles = {key.T: "trajectory", key.C: "contacts", key.P: "phase", key.J: "joint_axes"}
+        if symbol in toggles:
+            self.state.overlays[toggles[symbol]] = not self.state.overlays[toggles[symbol]]
+        elif symbol == key.TAB:
+            self.state.show_panel = not self.state.show_panel
+        elif symbol == key.F1:
+            self.state.show_help = not self.state.show_help
+        elif symbol == key.SPACE:
+            self.state.request("reset")
+        elif symbol == key.R:
+            self.state.request("record_stop" if self.state.record.recording else "record_start")
+        return True  # handled (also keeps Escape from closing the window)
+
+    def on_key_release(self, symbol, modifiers):
+        self.devices.on_key_release(symbol, modifiers)
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        from imgui_bundle import imgui
+
+        if not imgui.get_io().want_capture_mouse:
+            self.camera.orbit(-dx * MOUSE_ORBIT, -dy * MOUSE_ORBIT)
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        from imgui_bundle import imgui
+
+        if not imgui.get_io().want_capture_mouse:
+            self.camera.zoom(scroll_y)
+
+    def on_deactivate(self):
+        self.devices.release_all()
+
+    def on_close(self):
+        self.closed = True
+
+    # ---- panel requests ------------------------------------------------------------------------
+    def handle_requests(self) -> None:
+        for name, payload in self.state.take_requests():
+            if name == "load_model":
+                self.load_model(payload)
+            elif name == "open_bvh":
+                self.open_bvh(payload)
+            elif name == "live":
+                self.back_to_live()
+            elif name == "seek" and self.state.playback.active:
+                self.source.seek(payload)
+                self.prev_frames = self.cur_frames = self.source.frames()
+            elif name == "reset":
+                self.source.reset()
+                self._reset_frames()
+            elif name == "start_training":
+                self.start_training(bool(payload and payload.get("resume")))
+            elif name == "stop_training" and self.training_job is not None:
+                self.training_job.stop()
+            elif name == "record_start":
+                self.start_recording()
+            elif name == "record_stop":
+                self.stop_recording()
+
+    def start_training(self, resume: bool) -> None:
+        from app.training_job import TrainingJob, train_config_from_form
+
+        train = self.state.train
+        if self.training_job is not None and self.training_job.running:
+            return
+        try:
+            config = train_config_from_form(train, resume)
+            from pfnn_core.train import train as run_training
+        except Exception as error:
+            train.error = f"{type(error).__name__}: {error}"
+            return
+        train.error, train.status, train.progress, train.eta_s, train.running = "", "Loading data...", 0.0, None, True
+        if not resume:
+            train.epochs_x, train.train_loss, train.val_loss = [], [], []
+        self.training_job = TrainingJob(lambda progress, stop: run_training(config, progress=progress, stop=stop))
+        self.training_job.start()
+
+    def poll_training(self) -> None:
+        job, train = self.training_job, self.state.train
+        if job is None:
+            return
+        for update in job.drain():
+            if "error" in update:
+                train.error = update["error"]
+            if update.get("event") == "epoch":
+                train.epochs_x.append(float(update["epoch"]))
+                train.train_loss.append(float(update["train_loss"]))
+                if update.get("val_loss") is not None:
+                    train.val_loss.append(float(update["val_loss"]))
+            if update.get("total_steps"):
+                train.progress = min(1.0, update.get("step", 0) / update["total_steps"])
+                train.eta_s = update.get("eta_s")
+                train.status = (f"epoch {update.get('epoch')}/{update.get('epochs')}   "
+                                f"loss {update.get('train_loss', 0.0):.4f}")
+        if job.finished and not job.running:
+            train.running = False
+            result = job.result
+            self.training_job = None
+            if result is not None and getattr(result, "out_path", None):
+                train.result_path = str(result.out_path)
+                train.status = (f"done: {result.epochs_completed} epochs, best validation loss "
+                                f"{result.best_val_loss:.4f} -> {result.out_path}")
+                if train.auto_swap:
+                    self.load_model(train.result_path)
+
+    def start_recording(self) -> None:
+        from app.recorder import Recorder
+
+        record = self.state.record
+        try:
+            self.recorder = Recorder.for_source(self.live_source)
+        except Exception as error:
+            record.error = str(error)
+            return
+        record.recording, record.frames, record.error, record.message = True, 0, "", ""
+
+    def stop_recording(self) -> None:
+        record = self.state.record
+        record.recording = False
+        if self.recorder is None:
+            return
+        try:
+            path = self.recorder.save(record.path)
+            record.message = f"Saved {self.recorder.frame_count} frames to {path}"
+        except Exception as error:
+            record.error = f"Could not save: {error}"
+        self.recorder = None
+
+    # ---- frame -------------------------------------------------------------------------------
+    def simulate(self, real_dt: float) -> int:
+        """Advance the fixed-step simulation by a frame's real time; returns the steps taken."""
+        from app.playback import PlaybackSource
+
+        playback = self.state.playback
+        if isinstance(self.source, PlaybackSource):
+            self.source.playing, self.source.speed = playback.playing, playback.speed
+        steps = self.timestep.advance(real_dt)
+        for _ in range(steps):
+            command = self.current_command()
+            self.source.step(command, SIM_DT)
+            self.sim_time += SIM_DT
+            self.prev_frames, self.cur_frames = self.cur_frames, self.source.frames()
+            if self.recorder is not None and self.source is self.live_source:
+                self.recorder.capture(self.live_source)
+                self.state.record.frames = self.recorder.frame_count
+        if isinstance(self.source, PlaybackSource):
+            playback.time = self.source.time
+        frame = self.devices.frame()
+        self.camera.orbit(-frame.camera[0] * ORBIT_RATE * real_dt, -frame.camera[1] * ORBIT_RATE * real_dt)
+        return steps
+
+    def interpolated_frames(self):
+        from app.scene import lerp
+
+        if len(self.prev_frames) != len(self.cur_frames):
+            return self.cur_frames
+        return [lerp(a, b, self.timestep.alpha) for a, b in zip(self.prev_frames, self.cur_frames)]
+
+    def frame(self, real_dt: float) -> None:
+        """One frame: simulate, follow with the camera, draw 3D and the panel, handle the panel's requests."""
+        start = time.perf_counter()
+        self.poll_training()
+        steps = self.simulate(real_dt)
+        sim_done = time.perf_counter()
+        frames = self.interpolated_frames()
+        self.camera.follow(frames[0].root_pos, real_dt)
+        self._update_hud(frames[0])
+        self.render_scene(frames)
+        render_done = time.perf_counter()
+        self.render_ui(real_dt)
+        ui_done = time.perf_counter()
+        self.handle_requests()
+        stats = self.state.stats
+        self._fps = 0.9 * self._fps + 0.1 / max(real_dt, 1e-4) if self._fps else 1.0 / max(real_dt, 1e-4)
+        stats.update(fps=self._fps, frame_ms=1000 * (ui_done - start), sim_ms=1000 * (sim_done - start),
+                     render_ms=1000 * (render_done - sim_done), ui_ms=1000 * (ui_done - render_done),
+                     substeps=steps, **getattr(self.source, "timings", {}))
+        self.frame_count += 1
+        messages = self.devices.messages
+        if messages:
+            self.state.messages += messages
+            messages.clear()
+
+    def _update_hud(self, frame) -> None:
+        from app.playback import PlaybackSource
+
+        past = frame.traj_past_pos
+        speed = 0.0
+        if past is not None and len(past) > 10:
+            speed = float(np.linalg.norm((past[-1] - past[-11])[[0, 2]]) / (10 * SIM_DT))
+        gait = "playback" if isinstance(self.source, PlaybackSource) else getattr(self.source, "gait", None)
+        self.state.hud.update(phase=float(frame.phase), speed=speed,
+                              gait=gait or ("stand" if speed < 0.2 else "walk" if speed < 2.0 else "run"))
+
+    def render_scene(self, frames) -> None:
+        from app.overlays import build_overlays
+
+        self.window.switch_to()
+        overlays = build_overlays(frames[0], self.state.overlays)
+        self.renderer.ctx.screen.use()
+        self.renderer.render(frames, overlays, self.camera, self.window.get_framebuffer_size())
+
+    def render_ui(self, real_dt: float) -> None:
+        from imgui_bundle import imgui
+
+        io = imgui.get_io()
+        io.delta_time = max(real_dt, 1e-4)
+        imgui.new_frame()
+        from app.ui import gui
+
+        gui(self.state, self.window.get_size())
+        imgui.render()
+        self.imgui_renderer.render(imgui.get_draw_data())
+
+    def on_draw(self):
+        pass  # drawing happens in `frame`, scheduled on the clock
+
+    def read_pixels(self) -> np.ndarray:
+        """The window's colour buffer as an RGB image [H, W, 3], top row first."""
+        width, height = self.window.get_framebuffer_size()
+        data = self.ctx.screen.read(viewport=(0, 0, width, height), components=3)
+        return np.frombuffer(data, np.uint8).reshape(height, width, 3)[::-1].copy()
+
+    def run_frames(self, count: int, real_dt: float = SIM_DT) -> None:
+        """Deterministic frames at a fixed real dt (headless mode and tests). The last frame is left
+        un-flipped so `read_pixels` sees it."""
+        for index in range(count):
+            self.window.dispatch_events()
+            self.frame(real_dt)
+            if index < count - 1:
+                self.window.flip()
+
+    def run(self) -> None:
+        """Interactive loop: pyglet's clock calls `frame` as fast as vsync allows."""
+        import pyglet
+
+        def tick(dt):
+            if self.closed:
+                return
+            self.window.switch_to()
+            self.frame(dt)
+            self.window.flip()
+
+        pyglet.clock.schedule(tick)
+        pyglet.app.run(None)
+        self.close()
+
+    def close(self) -> None:
+        from imgui_bundle import imgui, implot
+
+        if self.training_job is not None:
+            self.training_job.stop()
+        try:
+            self.imgui_renderer.shutdown()
+            implot.destroy_context(self.implot_context)
+            imgui.destroy_context(self.imgui_context)
+        except Exception:
+            pass
+        if not self.closed:
+            self.window.close()
+        self.closed = True
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.headless:
+        use_headless_gl()
+    model = args.model
+    viewer = Viewer(args.width, args.height, model_path=model, bvh_path=args.bvh, crowd=args.crowd,
+                    visible=not args.headless, vsync=not args.headless, show_panel=not args.no_panel,
+                    msaa=args.msaa)
+    if args.script:
+        viewer.script = load_script(args.script)
+    if args.headless:
+        viewer.run_frames(max(1, args.frames))
+        if args.screenshot:
+            save_png(viewer.read_pixels(), args.screenshot)
+            print(f"saved {args.screenshot}")
+        if viewer.state.model.error:
+            print(viewer.state.model.error, file=sys.stderr)
+        viewer.close()
+        return 0
+    viewer.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

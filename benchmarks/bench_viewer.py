@@ -1,0 +1,64 @@
+"""Viewer frame rate at 1280x720 (headless EGL window, Mesa llvmpipe on CPU-only machines) with all
+overlays on, and the frame-time split between simulation, UI and rendering.
+
+    python benchmarks/bench_viewer.py [--model PATH] [--frames 300] [--crowd 64] [--no-msaa]
+
+Prints one line per configuration; the numbers go into BENCHMARKS.md.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ["PYGLET_HEADLESS"] = "true"
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.main import DEFAULT_MODEL, SIM_DT, Viewer  # noqa: E402
+
+
+def measure(viewer: Viewer, frames: int) -> dict:
+    """Mean wall time per frame (including the buffer swap, which waits for the renderer) and the
+    per-phase split reported by the viewer."""
+    viewer.script = [{"duration": 1e9, "move": [0.3, 1.0], "run": False}]
+    viewer.run_frames(30)
+    splits = {"sim_ms": 0.0, "ui_ms": 0.0, "render_ms": 0.0, "tick_ms": 0.0, "infer_ms": 0.0}
+    start = time.perf_counter()
+    for _ in range(frames):
+        viewer.window.dispatch_events()
+        viewer.frame(SIM_DT)
+        viewer.ctx.finish()
+        viewer.window.flip()
+        for key in splits:
+            splits[key] += viewer.state.stats.get(key, 0.0) / frames
+    wall = (time.perf_counter() - start) / frames
+    return {"fps": 1.0 / wall, "frame_ms": 1000 * wall, **splits}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default=str(DEFAULT_MODEL))
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--crowd", type=int, default=0, help="also measure a crowd of this size")
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=720)
+    args = parser.parse_args(argv)
+    configurations = [("1 character", 1)] + ([(f"{args.crowd} characters", args.crowd)] if args.crowd else [])
+    for name, crowd in configurations:
+        viewer = Viewer(args.width, args.height, model_path=args.model, crowd=crowd, visible=False, vsync=False)
+        viewer.state.overlays.update(trajectory=True, contacts=True, phase=True, joint_axes=True)
+        result = measure(viewer, args.frames)
+        renderer = viewer.ctx.info["GL_RENDERER"]
+        print(f"{name:>14}: {result['fps']:6.1f} FPS  frame {result['frame_ms']:6.2f} ms  "
+              f"(sim {result['sim_ms']:.2f}, ui {result['ui_ms']:.2f}, render submit {result['render_ms']:.2f}; "
+              f"tick {result['tick_ms']:.2f}, inference {result['infer_ms']:.2f})  "
+              f"{args.width}x{args.height} samples={viewer.window.config.samples} [{renderer}] "
+              f"source={viewer.source.label}")
+        viewer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Start the PFNN viewer (same as the `pfnn-viewer` command); see `python run_viewer.py --help`."""
+import sys
+
+if "--headless" in sys.argv:
+    from app.main import use_headless_gl
+
+    use_headless_gl()
+
+from app.main import main
+
+if __name__ == "__main__":
+    sys.exit(main())
