@@ -1,0 +1,281 @@
+"""Headless drive: `pfnn-drive --script S.json --out DIR [--model M] [--device auto|cpu|cuda]`.
+
+Runs the character runtime on a scripted input at the simulation rate and writes DIR/motion.bvh (the
+displayed pose of every tick, after foot locking, on the training skeleton in the data's units) and
+DIR/log.csv (LOG_COLUMNS; metres, radians). Also `load_script` and `run_drive` for the evaluation.
+
+Script format: {"name": "...", "segments": [{"duration": 6.0, "move": [0, 1], "run": false,
+"face": [1, 0]}, ...]}: `move` is the stick vector in WORLD (x, z), length <= 1 (1 = full walk speed,
+or full run speed when `run`); `face` (optional) is a world facing kept while moving (strafing).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pfnn_core import bvh
+from pfnn_core.checkpoint import CheckpointError, load_checkpoint
+from pfnn_core.controller import Command, command_from_world_move
+from pfnn_core.features import SIM_FPS
+from pfnn_core.quat import quat_to_yaw
+from pfnn_core.runtime import Character, local_pose, resolve_device
+from pfnn_core.settings import RuntimeSettings
+
+LOG_COLUMNS = ("t", "cmd_vx", "cmd_vz", "cmd_face_x", "cmd_face_z", "root_x", "root_z", "root_yaw", "phase",
+               "contact_left", "contact_right", "tick_ms", "infer_ms")
+DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
+EXIT_BAD_INPUT = 2
+_STICK_TOLERANCE = 1e-6
+
+
+class ScriptError(ValueError):
+    """A drive script that cannot be run; the message names the offending field."""
+
+
+@dataclass
+class Segment:
+    duration: float  # seconds
+    move: tuple[float, float]  # world (x, z) stick, length <= 1
+    run: bool = False
+    face: tuple[float, float] | None = None  # world (x, z) facing kept while moving
+
+
+@dataclass
+class DriveScript:
+    name: str
+    segments: list[Segment]
+
+    @property
+    def duration(self) -> float:
+        return float(sum(segment.duration for segment in self.segments))
+
+    def segment_starts(self) -> list[float]:
+        starts = [0.0]
+        for segment in self.segments:
+            starts.append(starts[-1] + segment.duration)
+        return starts
+
+    def segment_at(self, t: float) -> Segment:
+        for segment, end in zip(self.segments, self.segment_starts()[1:]):
+            if t < end - 1e-9:
+                return segment
+        return self.segments[-1]
+
+
+@dataclass
+class DriveResult:
+    """What a drive produced: the log columns [T] and the displayed pose of every tick."""
+
+    log: dict  # column name -> [T] float array (LOG_COLUMNS)
+    joint_positions: np.ndarray  # [T, J, 3] displayed world joint positions, metres
+    joint_names: list
+    motion: bvh.Motion  # the same poses as a BVH motion on the training skeleton
+    dt: float
+    script: DriveScript
+    files: dict = field(default_factory=dict)  # 'bvh', 'log' -> Path when written
+
+
+# ---------------------------------------------------------------------------------------------
+# Script parsing
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ScriptError(f"{where}: expected a finite number, got {json.dumps(value)}")
+    return float(value)
+
+
+def _vector(value, where: str, max_length: float | None) -> tuple[float, float]:
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value))
+    if ok and max_length is not None:
+        ok = math.hypot(*value) <= max_length + _STICK_TOLERANCE
+    if not ok:
+        limit = f" with length <= {max_length:g}" if max_length is not None else ""
+        raise ScriptError(f"{where}: expected 2 numbers{limit}, got {json.dumps(value)}")
+    return float(value[0]), float(value[1])
+
+
+def parse_script(data, source: str = "script") -> DriveScript:
+    """Validate a script's JSON value; raise ScriptError naming the first bad field."""
+    if not isinstance(data, dict):
+        raise ScriptError(f"{source}: expected a JSON object with 'segments', got {type(data).__name__}")
+    unknown = sorted(set(data) - {"name", "segments", "description"})
+    if unknown:
+        raise ScriptError(f"{unknown[0]}: unknown field (expected name, segments)")
+    name = data.get("name", Path(source).stem)
+    if not isinstance(name, str):
+        raise ScriptError(f"name: expected a string, got {json.dumps(name)}")
+    segments = data.get("segments")
+    if not isinstance(segments, list) or not segments:
+        raise ScriptError(f"segments: expected a non-empty list, got {json.dumps(segments)}")
+    parsed = []
+    for index, segment in enumerate(segments):
+        where = f"segments[{index}]"
+        if not isinstance(segment, dict):
+            raise ScriptError(f"{where}: expected an object, got {json.dumps(segment)}")
+        extra = sorted(set(segment) - {"duration", "move", "run", "face"})
+        if extra:
+            raise ScriptError(f"{where}.{extra[0]}: unknown field (expected duration, move, run, face)")
+        if "duration" not in segment:
+            raise ScriptError(f"{where}.duration: missing")
+        duration = _number(segment["duration"], f"{where}.duration")
+        if duration <= 0.0:
+            raise ScriptError(f"{where}.duration: expected a positive number of seconds, got {json.dumps(segment['duration'])}")
+        if "move" not in segment:
+            raise ScriptError(f"{where}.move: missing")
+        move = _vector(segment["move"], f"{where}.move", 1.0)
+        run = segment.get("run", False)
+        if not isinstance(run, bool):
+            raise ScriptError(f"{where}.run: expected true or false, got {json.dumps(run)}")
+        face = segment.get("face")
+        if face is not None:
+            face = _vector(face, f"{where}.face", None)
+            if math.hypot(*face) < 1e-9:
+                raise ScriptError(f"{where}.face: expected a non-zero direction, got {json.dumps(segment['face'])}")
+        parsed.append(Segment(duration, move, run, face))
+    return DriveScript(name, parsed)
+
+
+def load_script(path) -> DriveScript:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ScriptError(f"{path}: cannot read the script ({error.strerror or error})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ScriptError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    return parse_script(data, str(path))
+
+
+def command_for(segment: Segment, settings: RuntimeSettings) -> Command:
+    return command_from_world_move(segment.move, segment.run, settings, facing=segment.face)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def motion_from_poses(skeleton: dict, local_rot: np.ndarray, root_translation: np.ndarray, dt: float,
+                      source: str = "") -> bvh.Motion:
+    """A Motion on the checkpoint's skeleton: local rotations [F, J, 4], root translation [F, 3] (m)."""
+    offsets = np.asarray(skeleton["offsets"], dtype=float)
+    parents = np.asarray(skeleton["parents"], dtype=int)
+    positions = np.broadcast_to(offsets, local_rot.shape[:-1] + (3,)).copy()
+    positions[:, int(np.flatnonzero(parents < 0)[0])] = root_translation
+    end_sites = {int(k): np.asarray(v, dtype=float) for k, v in (skeleton.get("end_sites") or {}).items()}
+    return bvh.Motion(names=list(skeleton["names"]), parents=parents, offsets=offsets,
+                      channels=[list(c) for c in skeleton["channels"]], rotations=local_rot, positions=positions,
+                      frame_time=dt, end_sites=end_sites, scale=float(skeleton.get("scale", 1.0)), source=source)
+
+
+def write_log(path, log: dict) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(LOG_COLUMNS)
+        columns = [log[name] for name in LOG_COLUMNS]
+        for row in zip(*columns):
+            writer.writerow([f"{float(v):.6g}" if name in ("tick_ms", "infer_ms") else f"{float(v):.7f}"
+                             for name, v in zip(LOG_COLUMNS, row)])
+
+
+def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None = None,
+              device: str = "auto", path: str = "auto") -> DriveResult:
+    """Run one scripted drive at the simulation rate; write motion.bvh and log.csv into `out_dir`
+    when given. `script`: DriveScript, a parsed JSON dict or a path; `checkpoint`: Checkpoint or path."""
+    if isinstance(script, (str, Path)):
+        script = load_script(script)
+    elif isinstance(script, dict):
+        script = parse_script(script)
+    if isinstance(checkpoint, (str, Path)):
+        checkpoint = load_checkpoint(checkpoint)
+    settings = settings if settings is not None else RuntimeSettings.from_checkpoint_meta(checkpoint.meta)
+    character = Character(checkpoint, settings, batch=1, device=device, path=path)
+    dt = 1.0 / SIM_FPS
+    ticks = max(1, int(round(script.duration / dt)))
+    log = {name: np.zeros(ticks) for name in LOG_COLUMNS}
+    joints = character.network.num_joints
+    joint_positions = np.zeros((ticks, joints, 3))
+    local_rot = np.zeros((ticks, joints, 4))
+    root_translation = np.zeros((ticks, 3))
+    contact_slots = (0, 1), (2, 3)  # (foot, toe) of the left and the right foot
+    for tick in range(ticks):
+        t = tick * dt
+        command = command_for(script.segment_at(t), settings)
+        phase = float(character.state.phase[0])
+        state = character.tick(command, dt)
+        face = command.facing if command.facing is not None else np.zeros(2)
+        shown_root, shown_rot = state.pose_root_pos[0], state.pose_root_rot
+        values = {
+            "t": t, "cmd_vx": command.desired_velocity[0], "cmd_vz": command.desired_velocity[1],
+            "cmd_face_x": face[0], "cmd_face_z": face[1], "root_x": shown_root[0], "root_z": shown_root[2],
+            "root_yaw": float(quat_to_yaw(shown_rot)[0]), "phase": phase,
+            "contact_left": float(state.contacts[0, list(contact_slots[0])].max()),
+            "contact_right": float(state.contacts[0, list(contact_slots[1])].max()),
+            "tick_ms": state.timings["tick_ms"], "infer_ms": state.timings["infer_ms"],
+        }
+        for name, value in values.items():
+            log[name][tick] = value
+        joint_positions[tick] = state.world_joint_pos[0]
+        rotations, translation = local_pose(state, character.skeleton)
+        local_rot[tick], root_translation[tick] = rotations[0], translation[0]
+    motion = motion_from_poses(character.skeleton, local_rot, root_translation, dt, source=script.name)
+    result = DriveResult(log, joint_positions, list(character.network.names), motion, dt, script)
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        result.files = {"bvh": out_dir / "motion.bvh", "log": out_dir / "log.csv"}
+        bvh.save(motion, result.files["bvh"])
+        write_log(result.files["log"], log)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="pfnn-drive", description="Run the character on a scripted input, headless.")
+    parser.add_argument("--script", required=True, help="drive script (JSON, see pfnn_core/drive.py)")
+    parser.add_argument("--out", required=True, help="output folder for motion.bvh and log.csv")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="checkpoint (.safetensors)")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    args = parser.parse_args(argv)
+
+    try:
+        script = load_script(args.script)
+    except ScriptError as error:
+        print(f"pfnn-drive: bad script {args.script}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    model = Path(args.model)
+    if not model.is_file():
+        print(f"pfnn-drive: no model at {model}. Train one with `pfnn-train assets/bvh --out {model}` "
+              "or pass --model PATH.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.device == "cuda" and not resolve_device("auto").type == "cuda":
+        print("pfnn-drive: --device cuda asked for but CUDA is not available", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        checkpoint = load_checkpoint(model, device=str(resolve_device(args.device)))
+    except CheckpointError as error:
+        print(f"pfnn-drive: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    result = run_drive(script, checkpoint, args.out, device=args.device)
+    log = result.log
+    print(f"{script.name}: {len(log['t'])} ticks ({script.duration:.1f} s) -> {result.files['bvh']}, "
+          f"{result.files['log']}; tick {np.median(log['tick_ms']):.2f} ms, "
+          f"inference {np.median(log['infer_ms']):.2f} ms (medians)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pfnn_core import bvh, features
+from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.drive import LOG_COLUMNS, ScriptError, load_script, main, parse_script, run_drive
+from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.phase import stride_statistics
+
+ROOT = Path(__file__).resolve().parents[1]
+SHORT_SCRIPT = {"name": "short", "segments": [
+    {"duration": 0.25, "move": [0, 0]},
+    {"duration": 0.5, "move": [0, 1]},
+    {"duration": 0.5, "move": [1, 0], "run": True},
+    {"duration": 0.5, "move": [0.6, 0.0], "face": [0, 1]},
+]}
+
+
+@pytest.fixture(scope="module")
+def random_checkpoint(bvh_dir, tmp_path_factory):
+    """A randomly initialised small PFNN with the real layout, skeleton, norms and stride of one clip."""
+    motion = bvh.load(bvh_dir / "dataset-2_walk_normal_001.bvh")
+    layouts = features.make_layouts(motion.num_joints)
+    clip = features.clip_features(motion, layouts)
+    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
+    torch.manual_seed(0)
+    model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=32))
+    meta = {"skeleton": features.skeleton_dict(motion),
+            "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
+            "gait_speeds": {"walk": 1.2, "run": 3.4}}
+    path = tmp_path_factory.mktemp("ckpt") / "random.safetensors"
+    save_checkpoint(path, model, layouts, norm, meta)
+    return path
+
+
+def test_drive_writes_a_bvh_the_loader_reads_back_and_the_exact_log(random_checkpoint, tmp_path):
+    result = run_drive(SHORT_SCRIPT, load_checkpoint(random_checkpoint), tmp_path)
+    ticks = int(round(1.75 * 60))
+    assert result.joint_positions.shape == (ticks, 22, 3)
+    with open(tmp_path / "log.csv", newline="") as stream:
+        rows = list(csv.reader(stream))
+    assert rows[0] == "t,cmd_vx,cmd_vz,cmd_face_x,cmd_face_z,root_x,root_z,root_yaw,phase,contact_left,contact_right,tick_ms,infer_ms".split(",")
+    assert tuple(rows[0]) == LOG_COLUMNS and len(rows) == ticks + 1
+    table = np.array(rows[1:], dtype=float)
+    np.testing.assert_allclose(table[:, 0], np.arange(ticks) / 60, atol=1e-6)
+    # Commanded velocity before smoothing; facing only while strafing.
+    at = {name: table[:, i] for i, name in enumerate(LOG_COLUMNS)}
+    assert at["cmd_vz"][20] == pytest.approx(1.2) and at["cmd_vx"][60] == pytest.approx(3.4)
+    assert at["cmd_face_z"][-1] == 1.0 and at["cmd_face_x"][:90].tolist() == [0.0] * 90
+    # The BVH is in the data's units (cm) and loads back to the displayed pose.
+    assert "OFFSET -0.726466 93.313900 -2.000620" in (tmp_path / "motion.bvh").read_text()
+    loaded = bvh.load(tmp_path / "motion.bvh")
+    assert loaded.num_frames == ticks and loaded.frame_time == pytest.approx(1 / 60)
+    assert loaded.names == result.joint_names
+    np.testing.assert_allclose(loaded.global_positions(), result.joint_positions, atol=2e-4)
+
+
+def test_scripted_runs_are_deterministic_on_cpu(random_checkpoint):
+    runs = [run_drive(SHORT_SCRIPT, load_checkpoint(random_checkpoint), device="cpu") for _ in range(2)]
+    for name in LOG_COLUMNS:
+        if name not in ("tick_ms", "infer_ms"):
+            np.testing.assert_array_equal(runs[0].log[name], runs[1].log[name])
+    np.testing.assert_array_equal(runs[0].joint_positions, runs[1].joint_positions)
+
+
+@pytest.mark.parametrize("script, message", [
+    ({"segments": [{"duration": 1, "move": [0, 1]}, {"duration": 1, "move": [0, 0]}, {"duration": 2, "move": [3, 0]}]},
+     "segments[2].move: expected 2 numbers with length <= 1, got [3, 0]"),
+    ({"segments": [{"duration": -1, "move": [0, 1]}]}, "segments[0].duration"),
+    ({"segments": [{"move": [0, 1]}]}, "segments[0].duration: missing"),
+    ({"segments": [{"duration": 1, "move": [0, 1], "run": "yes"}]}, "segments[0].run"),
+    ({"segments": [{"duration": 1, "move": [0, 1], "face": [0, 0]}]}, "segments[0].face"),
+    ({"segments": [{"duration": 1, "move": [0, "a"]}]}, "segments[0].move"),
+    ({"segments": [{"duration": 1, "move": [0, 1], "speed": 2}]}, "segments[0].speed: unknown field"),
+    ({"segments": []}, "segments: expected a non-empty list"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_bad_scripts_name_the_field(script, message):
+    with pytest.raises(ScriptError) as error:
+        parse_script(script)
+    assert message in str(error.value)
+
+
+def test_cli_exit_codes(tmp_path, capsys, random_checkpoint):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"segments": [{"duration": 1, "move": [3, 0]}]}))
+    assert main(["--script", str(bad), "--out", str(tmp_path / "o"), "--model", str(random_checkpoint)]) == 2
+    assert "segments[0].move" in capsys.readouterr().err
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ nope")
+    assert main(["--script", str(broken), "--out", str(tmp_path / "o")]) == 2
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"segments": [{"duration": 0.1, "move": [0, 1]}]}))
+    assert main(["--script", str(good), "--out", str(tmp_path / "o"), "--model", str(tmp_path / "none.safetensors")]) == 2
+    assert "pfnn-train" in capsys.readouterr().err
+    assert main(["--script", str(good), "--out", str(tmp_path / "o"), "--model", str(random_checkpoint),
+                 "--device", "cpu"]) == 0
+    assert (tmp_path / "o" / "motion.bvh").is_file() and (tmp_path / "o" / "log.csv").is_file()
+
+
+def test_example_scripts_parse():
+    paths = sorted((ROOT / "scripts" / "drives").glob("*.json"))
+    assert paths
+    for path in paths:
+        script = load_script(path)
+        assert script.duration > 0 and script.segments
