@@ -59,10 +59,7 @@ def _layout_from_json_value(value):
         from pfnn_core.features import FeatureLayout
     except ImportError:
         return value
-    try:
-        return FeatureLayout.from_json(value)
-    except (TypeError, AttributeError):
-        return FeatureLayout.from_json(json.dumps(value))
+    return FeatureLayout.from_json(value)
 
 
 def _norm_tensors(norm) -> dict[str, torch.Tensor]:

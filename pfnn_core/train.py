@@ -86,16 +86,6 @@ class TrainResult:
 
 # --- data -------------------------------------------------------------------------------------------
 
-def _layout_pair(layout):
-    """(x_layout, y_layout) from the training data's layout object."""
-    if isinstance(layout, (tuple, list)):
-        return layout[0], layout[1]
-    for x_name, y_name in (("x", "y"), ("x_layout", "y_layout"), ("inputs", "outputs"), ("input", "output")):
-        if hasattr(layout, x_name) and hasattr(layout, y_name):
-            return getattr(layout, x_name), getattr(layout, y_name)
-    raise TypeError(f"cannot find input and output layouts in {type(layout).__name__}")
-
-
 def _indices(layout, name: str) -> np.ndarray:
     part = layout.slice(name)
     return np.arange(part.start, part.stop)
@@ -135,7 +125,7 @@ class _Tensors:
 
 
 def _to_device(data, norm, device) -> _Tensors:
-    x_layout, y_layout = _layout_pair(data.layout)
+    x_layout, y_layout = data.layout  # features.ModelLayout(x, y)
     x_mean, x_std, y_mean, y_std = (torch.as_tensor(np.asarray(a, np.float32), device=device) for a in norm)
     as_long = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.long, device=device)  # noqa: E731
     x_pose = np.concatenate([_indices(x_layout, "joint_pos"), _indices(x_layout, "joint_vel")])
