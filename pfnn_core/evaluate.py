@@ -46,6 +46,9 @@ MAX_TURN_OVERSHOOT = math.radians(15.0)
 MAX_JERK_RATIO = 1.5            # against the mocap's own
 MIN_PHASE_CONSISTENCY = 0.9     # DESIGN.md section 6
 STEADY_TAIL_S = 3.0             # the last seconds of a segment count as its steady part (at most half of it)
+# Speed and heading before a command change: their mean over this long before it (about one stride, so
+# the speed's swing within a running stride does not set the start value).
+BEFORE_CHANGE_S = 0.5
 
 
 # ----------------------------------------------------------------------------------------------
@@ -227,7 +230,9 @@ def response_rows(label: str, drive: ScriptedDrive, record: DriveRecord, segment
                   limit: float | None) -> list[Row]:
     change = drive.segment_starts()[segment_index]
     speed = np.linalg.norm(record.root_velocity, axis=-1)
-    seconds = metrics.response_time(record.t, speed, _commanded_speed(record, change), change)
+    before = record.window(change - BEFORE_CHANGE_S, change)
+    start = float(speed[before].mean()) if before.any() else None
+    seconds = metrics.response_time(record.t, speed, _commanded_speed(record, change), change, start_speed=start)
     target = f"<= {limit:.1f} s" if limit is not None else ""
     passed = _at_most(seconds, limit) if limit is not None else None
     return [Row(f"{label}: time to 90% of the speed change", seconds, "s", None, target, passed)]
@@ -238,8 +243,10 @@ def turn_rows(drive: ScriptedDrive, record: DriveRecord, segment_index: int) -> 
     heading = metrics.heading_of(record.root_velocity)
     index = min(int(np.searchsorted(record.t, change + 1e-9)), len(record.t) - 1)
     target = float(metrics.heading_of(record.command_xz[index]))
-    seconds = metrics.heading_response_time(record.t, heading, target, change)
-    overshoot = metrics.turn_overshoot(record.t, heading, target, change)
+    before = record.window(change - BEFORE_CHANGE_S, change)
+    start = float(metrics.circular_mean(heading[before])) if before.any() else None
+    seconds = metrics.heading_response_time(record.t, heading, target, change, start_heading=start)
+    overshoot = metrics.turn_overshoot(record.t, heading, target, change, start_heading=start)
     return [
         Row("turn 90 deg: time to 90% of the heading change", seconds, "s"),
         Row("turn 90 deg: overshoot", math.degrees(overshoot), "deg", None,

@@ -216,34 +216,38 @@ def response_time(t, speed, target_speed, t_change, fraction=0.9, start_speed=No
     return _first_crossing(t, (speed - v0) / change, t_change, fraction)
 
 
-def _heading_progress(t, heading, target_heading, t_change):
-    """Unwrapped heading relative to its value at t_change, and the (wrapped) commanded change."""
+def _heading_progress(t, heading, target_heading, t_change, start_heading=None):
+    """Unwrapped heading relative to the start heading, and the (wrapped) commanded change."""
     unwrapped = np.unwrap(np.asarray(heading, dtype=np.float64))
-    h0 = _value_at(t, unwrapped, t_change)
+    h_change = _value_at(t, unwrapped, t_change)
+    # the start heading given may be wrapped differently from the unwrapped series: bring it next to it.
+    h0 = h_change if start_heading is None else h_change + float(wrap_angle(float(start_heading) - h_change))
     change = float(wrap_angle(float(target_heading) - h0))
     return unwrapped - h0, change
 
 
-def heading_response_time(t, heading, target_heading, t_change, fraction=0.9):
+def heading_response_time(t, heading, target_heading, t_change, fraction=0.9, start_heading=None):
     """Seconds from t_change until the heading has turned `fraction` of the way to target_heading.
 
     heading [T] (rad, e.g. `heading_of(root velocity)` or the root yaw); the commanded change is the
-    shortest turn from the heading at t_change to the target. Inf when never reached.
+    shortest turn from `start_heading` (default the heading at t_change) to the target. Inf when
+    never reached.
     """
     t = np.asarray(t, dtype=np.float64)
-    turned, change = _heading_progress(t, heading, target_heading, t_change)
+    turned, change = _heading_progress(t, heading, target_heading, t_change, start_heading)
     if change == 0.0:
         return 0.0
     return _first_crossing(t, turned / change, t_change, fraction)
 
 
-def turn_overshoot(t, heading, target_heading, t_change):
+def turn_overshoot(t, heading, target_heading, t_change, start_heading=None):
     """Largest turn (rad, >= 0) past the target heading after a commanded turn at t_change.
 
     0 for a turn that approaches the target from one side; a full extra loop shows as > pi.
+    `start_heading` as in `heading_response_time`.
     """
     t = np.asarray(t, dtype=np.float64)
-    turned, change = _heading_progress(t, heading, target_heading, t_change)
+    turned, change = _heading_progress(t, heading, target_heading, t_change, start_heading)
     after = t >= t_change
     if change == 0.0 or not after.any():
         return 0.0
@@ -278,10 +282,16 @@ def steady_state_errors(velocity_xz, command_xz):
     return SteadyStateErrors(speed_error=np.abs(speed / commanded_speed - 1.0), heading_error=heading_error)
 
 
+def circular_mean(angles, axis=-1):
+    """Mean direction (rad) of angles along an axis."""
+    angles = np.asarray(angles, dtype=np.float64)
+    return np.arctan2(np.sin(angles).mean(axis=axis), np.cos(angles).mean(axis=axis))
+
+
 def facing_error(root_yaw, facing_xz):
     """|circular mean of (yaw - facing heading)| (rad) over [..., T] yaws against a facing [..., 2]."""
     difference = np.asarray(root_yaw, dtype=np.float64) - heading_of(facing_xz)[..., None]
-    return np.abs(np.arctan2(np.sin(difference).mean(axis=-1), np.cos(difference).mean(axis=-1)))
+    return np.abs(circular_mean(difference, axis=-1))
 
 
 def _distance_to_polyline(points, polyline):

@@ -140,6 +140,14 @@ def test_heading_response_time_and_overshoot_across_the_seam():
     target = metrics.wrap_angle(start + np.pi / 2)
     assert metrics.heading_response_time(t, heading, target, t_change=1.0) == pytest.approx(0.9)
     assert metrics.turn_overshoot(t, heading, target, t_change=1.0) == pytest.approx(0.0)
+    # a start heading given wrapped differently (3.0 - 2 pi) means the same turn.
+    late = metrics.wrap_angle(start + np.clip(t - 1.1, 0.0, 1.0) * (np.pi / 2))
+    assert metrics.heading_response_time(t, late, target, 1.0, start_heading=start - 2 * np.pi) == pytest.approx(1.0)
+
+
+def test_circular_mean_across_the_seam():
+    assert abs(metrics.circular_mean([np.pi - 0.1, -np.pi + 0.1])) == pytest.approx(np.pi)
+    np.testing.assert_allclose(metrics.circular_mean([[0.1, 0.3], [-0.2, -0.4]]), [0.2, -0.3])
 
 
 def test_turn_overshoot_measures_the_swing_past_the_target():
