@@ -99,14 +99,19 @@ def load(path, scale: float | None = None) -> Motion:
         raise BVHError(f"{path_name}: line {line}: binary data (NUL byte), not a BVH text file")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    if b"\n" not in data:
+        data = data.replace(b"\r", b"\n")  # classic Mac line endings
 
     motion_match = _MOTION_KEYWORD.search(data)
     header_bytes = data[:motion_match.start()] if motion_match else data
     try:
         header = header_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = header_bytes.count(b"\n", 0, exc.start) + 1
-        raise BVHError(f"{path_name}: line {line}: undecodable bytes, not a BVH text file") from None
+        # A stray Latin-1 letter in a joint name is text; a header full of high bytes is not.
+        if sum(b >= 128 for b in header_bytes) > 0.01 * len(header_bytes):
+            line = header_bytes.count(b"\n", 0, exc.start) + 1
+            raise BVHError(f"{path_name}: line {line}: undecodable bytes, not a BVH text file") from None
+        header = header_bytes.decode("latin-1")
     bad_char = _CONTROL_CHARS.search(header)
     if bad_char:
         line = header.count("\n", 0, bad_char.start()) + 1
@@ -347,7 +352,8 @@ def _fast_numbers(data: bytes, num_frames: int, num_channels: int):
     is_space = chars <= 32
     token_starts = np.flatnonzero(~is_space & np.concatenate(([True], is_space[:-1])))
     newlines = np.flatnonzero(chars == 10)
-    tokens_per_line = np.bincount(np.searchsorted(newlines, token_starts), minlength=1)
+    tokens_before_line_end = np.searchsorted(token_starts, newlines)
+    tokens_per_line = np.diff(tokens_before_line_end, prepend=0, append=token_starts.size)
     tokens_per_line = tokens_per_line[tokens_per_line > 0]
     if tokens_per_line.size != num_frames or np.any(tokens_per_line != num_channels):
         return None
@@ -419,12 +425,13 @@ def _build_motion(skeleton: dict, values: np.ndarray, frame_time: float, scale, 
     if pos_joint:
         positions[:, pos_joint, pos_axis] = values[:, pos_col]
     for axes, (joints, cols) in rot_groups.items():
-        half_angles = np.radians(values[:, np.array(cols)]) * 0.5  # [F, n, len(axes)]
+        half_angles = values[:, np.array(cols)] * (np.pi / 360.0)  # degrees -> half angles, [F, n, len(axes)]
+        cos_half, sin_half = np.cos(half_angles), np.sin(half_angles)
         q = None
         for k, axis in enumerate(axes):
             elementary = np.zeros(half_angles.shape[:2] + (4,))
-            elementary[..., 0] = np.cos(half_angles[..., k])
-            elementary[..., 1 + _AXIS[axis]] = np.sin(half_angles[..., k])
+            elementary[..., 0] = cos_half[..., k]
+            elementary[..., 1 + _AXIS[axis]] = sin_half[..., k]
             q = elementary if q is None else quat_mul(q, elementary)
         rotations[:, joints] = q
 

@@ -123,6 +123,7 @@ VARIANTS = {
     "no_final_newline": lambda t: t.rstrip("\n"),
     "frame_time_no_space": lambda t: t.replace("Frame Time: ", "Frame Time:"),
     "utf8_bom": lambda t: "\ufeff" + t,
+    "classic_mac_line_endings": lambda t: t.replace("\n", "\r"),
 }
 
 
@@ -220,6 +221,12 @@ def test_garbage_appended_to_valid_file(tmp_path):
     path.write_bytes(TINY.read_bytes() + "\u00e9\u00e8 \u2603\n".encode())
     with pytest.raises(bvh.BVHError, match="tail.bvh.*line 36"):
         bvh.load(path)
+
+
+def test_latin1_joint_name_is_text(tmp_path):
+    path = tmp_path / "latin1.bvh"
+    path.write_bytes(TINY.read_text().replace("Leg_L", "Jamb\u00e9_L").encode("latin-1"))
+    assert bvh.load(path).names[3] == "Jamb\u00e9_L"
 
 
 def test_missing_file_is_file_not_found(tmp_path):
