@@ -1,5 +1,5 @@
 """The live network character as a viewer source: wraps `pfnn_core.runtime.Character` (model +
-settings + batched state), turns the panel's command into ticks and the state into `SceneFrame`s.
+settings + batched state), feeds it the command every tick and turns its state into `SceneFrame`s.
 
 Crowd mode runs B characters in one batched tick, placed on a grid, all following the same command.
 """
@@ -8,44 +8,99 @@ import numpy as np
 
 from app.scene import SceneFrame, from_runtime_state
 
+CROWD_SPACING = 1.6  # m between neighbours in crowd mode
+
+
+def crowd_positions(count: int, spacing: float = CROWD_SPACING) -> np.ndarray:
+    """[count, 2] ground (x, z) positions on a square grid, nearest the centre first; the first one,
+    the character the camera follows, stands at the origin."""
+    side = int(np.ceil(np.sqrt(count)))
+    cells = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), -1).reshape(-1, 2).astype(float)
+    centre = np.full(2, (side - 1) // 2, float)
+    order = np.argsort(np.linalg.norm(cells - centre, axis=-1), kind="stable")
+    chosen = cells[order[:count]]
+    return (chosen - chosen[0]) * spacing
+
+
+def checkpoint_summary(checkpoint, device) -> list[str]:
+    """A few lines about the model, the data it was trained on and its training run."""
+    meta, config = checkpoint.meta, checkpoint.config
+    lines = [f"{config.phase_function} phase function, hidden {config.hidden_size}, "
+             f"{len(meta.get('skeleton', {}).get('names', []))} joints, on {device}"]
+    data = meta.get("data") or {}
+    if data:
+        files = data.get("files")
+        count = len(files) if isinstance(files, (list, tuple)) else files
+        lines.append(f"data: {count} files, {data.get('frames', '?')} frames")
+    training = meta.get("training") or {}
+    if training:
+        val = training.get("best_val_loss", training.get("val_loss"))
+        val_text = f", best val loss {val:.4f}" if isinstance(val, (int, float)) else ""
+        lines.append(f"trained {training.get('epochs', '?')} epochs{val_text}")
+    speeds = meta.get("gait_speeds") or {}
+    if speeds:
+        lines.append("gait speeds: " + ", ".join(f"{k} {float(v):.2f} m/s" for k, v in speeds.items()))
+    return lines
+
 
 class LiveSource:
-    def __init__(self, character, path: str):
-        self.character, self.path = character, path
+    def __init__(self, character, path: str, checkpoint=None):
+        self.character, self.path, self.checkpoint = character, path, checkpoint
+        self.last_command = None
 
     @classmethod
     def from_checkpoint(cls, path, settings, crowd: int = 1) -> "LiveSource":
-        from pfnn_core import runtime
+        from pfnn_core.checkpoint import load_checkpoint
+        from pfnn_core.runtime import Character
+
+        checkpoint = load_checkpoint(path)
+        apply_gait_speeds(settings, checkpoint.meta)
+        character = Character(checkpoint, settings=settings, batch=crowd, positions=crowd_positions(crowd))
+        return cls(character, str(path), checkpoint)
+
+    def swap_model(self, path) -> None:
+        """Hot swap: the characters keep their place, heading and trajectory."""
         from pfnn_core.checkpoint import load_checkpoint
 
         checkpoint = load_checkpoint(path)
-        return cls(runtime.Character(checkpoint, settings=settings, batch_size=crowd), str(path))
-
-    def swap_model(self, path) -> None:
-        from pfnn_core.checkpoint import load_checkpoint
-
-        self.character.swap_model(load_checkpoint(path))
-        self.path = str(path)
+        self.character.swap_model(checkpoint)
+        apply_gait_speeds(self.character.settings, checkpoint.meta)
+        self.path, self.checkpoint = str(path), checkpoint
 
     @property
     def label(self) -> str:
-        return f"Network: {self.path}"
+        count = self.character.batch
+        return f"Network: {self.path}" + (f"  ({count} characters)" if count > 1 else "")
+
+    @property
+    def gait(self) -> str | None:
+        return None if self.last_command is None else self.last_command.gait
 
     @property
     def timings(self) -> dict:
-        return dict(self.character.state.timings)
+        return {**self.character.state.timings, "device": str(self.character.network.device)}
 
     def summary(self) -> list[str]:
-        return []
+        return checkpoint_summary(self.checkpoint, self.character.network.device) if self.checkpoint else []
 
     def step(self, command, dt: float) -> None:
+        self.last_command = command
         self.character.tick(command, dt)
 
     def reset(self) -> None:
-        self.character.reset()
+        self.character.reset(positions=crowd_positions(self.character.batch))
 
     def frames(self) -> list[SceneFrame]:
-        network = self.character.network
-        state = self.character.state
-        return [from_runtime_state(state, b, network.parents, np.asarray(network.contact_joints),
-                                   tuple(network.names)) for b in range(state.batch_size)]
+        network, state = self.character.network, self.character.state
+        contact_joints, names = np.asarray(network.contact_joints), tuple(network.names)
+        return [from_runtime_state(state, b, network.parents, contact_joints, names) for b in range(state.batch_size)]
+
+
+def apply_gait_speeds(settings, meta) -> None:
+    """Full-stick walk/run speeds from the checkpoint's measured gait speeds (in place: the panel
+    holds this settings object)."""
+    speeds = meta.get("gait_speeds") or {}
+    if "walk" in speeds:
+        settings.walk_speed = float(speeds["walk"])
+    if "run" in speeds:
+        settings.run_speed = float(speeds["run"])

@@ -7,7 +7,6 @@ failures are written back into the panel state so the app keeps running.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -63,24 +62,14 @@ def create_window(width: int, height: int, visible: bool = True, vsync: bool = T
     return pyglet.window.Window(width, height, caption="PFNN viewer", resizable=True, vsync=vsync)
 
 
-def load_script(path) -> list[dict]:
-    """Segments of a drive script (same format as `pfnn-drive`)."""
-    segments = json.loads(Path(path).read_text())["segments"]
-    for segment in segments:
-        if float(segment.get("duration", 0)) < 0:
-            raise ValueError(f"{path}: negative segment duration")
-    return segments
+def attach_moderngl(window):
+    """A new moderngl context on the window's current GL context (one per window, so several viewers
+    can live in one process; `create_context()` would hand back the first one)."""
+    import moderngl
 
-
-def script_segment_at(segments: list[dict], time_s: float) -> dict | None:
-    """The segment active at `time_s` (None after the end)."""
-    start = 0.0
-    for segment in segments:
-        end = start + float(segment.get("duration", 0.0))
-        if time_s < end:
-            return segment
-        start = end
-    return None
+    window.switch_to()
+    moderngl.init_context()
+    return moderngl.get_context()
 
 
 def save_png(pixels: np.ndarray, path) -> None:
@@ -95,7 +84,6 @@ class Viewer:
 
     def __init__(self, width=1280, height=720, model_path=None, bvh_path=None, crowd=1, visible=True,
                  vsync=True, show_panel=True, msaa=None):
-        import moderngl
         from imgui_bundle import imgui, implot
         from imgui_bundle.python_backends import pyglet_backend
 
@@ -106,7 +94,7 @@ class Viewer:
         from pfnn_core.timestep import FixedTimestep
 
         self.window = create_window(width, height, visible=visible, vsync=vsync)
-        self.ctx = moderngl.create_context()
+        self.ctx = attach_moderngl(self.window)
         self.renderer = Renderer(self.ctx, samples=msaa)
         self.camera = OrbitCamera()
         self.state = ViewerState(show_panel=show_panel)
@@ -118,7 +106,9 @@ class Viewer:
                                   self.on_mouse_scroll, self.on_deactivate, self.on_draw, self.on_close)
         self.devices.attach_gamepads()
         self.imgui_context = imgui.create_context()
+        imgui.set_current_context(self.imgui_context)  # create_context only sets it when none is current
         self.implot_context = implot.create_context()
+        implot.set_current_context(self.implot_context)
         imgui.get_io().set_ini_filename("")
         apply_style()
         self.imgui_renderer = pyglet_backend.create_renderer(self.window)
@@ -203,14 +193,13 @@ class Viewer:
 
     # ---- input ---------------------------------------------------------------------------------
     def current_command(self):
-        from pfnn_core.controller import command_from_stick, command_from_world_move
+        from pfnn_core.controller import command_from_stick
 
         settings = self.state.settings
         if self.script is not None:
-            segment = script_segment_at(self.script, self.sim_time)
-            if segment is not None:
-                return command_from_world_move(segment.get("move", [0.0, 0.0]), bool(segment.get("run", False)),
-                                               settings, facing=segment.get("face"))
+            from pfnn_core.drive import command_for
+
+            return command_for(self.script.segment_at(self.sim_time), settings)
         frame = self.devices.frame(settings.stick_deadzone)
         return command_from_stick(frame.move, frame.run, frame.strafe, self.camera.view_yaw(), settings)
 
@@ -218,7 +207,7 @@ class Viewer:
         from imgui_bundle import imgui
         from pyglet.window import key
 
-        if imgui.get_io().want_text_input:
+        if self._imgui_io().want_text_input:
             return None
         self.devices.on_key_press(symbol, modifiers)
         toggles = {key.T: "trajectory", key.C: "contacts", key.P: "phase", key.J: "joint_axes"}
@@ -234,19 +223,25 @@ class Viewer:
             self.state.request("record_stop" if self.state.record.recording else "record_start")
         return True  # handled (also keeps Escape from closing the window)
 
+    def _imgui_io(self):
+        from imgui_bundle import imgui
+
+        imgui.set_current_context(self.imgui_context)
+        return imgui.get_io()
+
     def on_key_release(self, symbol, modifiers):
         self.devices.on_key_release(symbol, modifiers)
 
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
         from imgui_bundle import imgui
 
-        if not imgui.get_io().want_capture_mouse:
+        if not self._imgui_io().want_capture_mouse:
             self.camera.orbit(-dx * MOUSE_ORBIT, -dy * MOUSE_ORBIT)
 
     def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
         from imgui_bundle import imgui
 
-        if not imgui.get_io().want_capture_mouse:
+        if not self._imgui_io().want_capture_mouse:
             self.camera.zoom(scroll_y)
 
     def on_deactivate(self):
@@ -423,8 +418,11 @@ class Viewer:
         self.renderer.render(frames, overlays, self.camera, self.window.get_framebuffer_size())
 
     def render_ui(self, real_dt: float) -> None:
-        from imgui_bundle import imgui
+        from imgui_bundle import imgui, implot
 
+        # several viewers may live in one process (tests): make this one's contexts current
+        imgui.set_current_context(self.imgui_context)
+        implot.set_current_context(self.implot_context)
         io = imgui.get_io()
         io.delta_time = max(real_dt, 1e-4)
         imgui.new_frame()
@@ -439,8 +437,12 @@ class Viewer:
 
     def read_pixels(self) -> np.ndarray:
         """The window's colour buffer as an RGB image [H, W, 3], top row first."""
+        self.window.switch_to()
         width, height = self.window.get_framebuffer_size()
         data = self.ctx.screen.read(viewport=(0, 0, width, height), components=3)
+        # headless EGL surfaces reject the read-buffer selection yet return the right pixels; clear the
+        # stale error so PyOpenGL (the panel's renderer) does not report it later
+        _ = self.ctx.error
         return np.frombuffer(data, np.uint8).reshape(height, width, 3)[::-1].copy()
 
     def run_frames(self, count: int, real_dt: float = SIM_DT) -> None:
@@ -473,10 +475,12 @@ class Viewer:
         if self.training_job is not None:
             self.training_job.stop()
         try:
+            self.window.switch_to()
+            imgui.set_current_context(self.imgui_context)
             self.imgui_renderer.shutdown()
             implot.destroy_context(self.implot_context)
             imgui.destroy_context(self.imgui_context)
-        except Exception:
+        except Exception:  # closing is best effort; the process may be exiting
             pass
         if not self.closed:
             self.window.close()
@@ -492,6 +496,8 @@ def main(argv=None) -> int:
                     visible=not args.headless, vsync=not args.headless, show_panel=not args.no_panel,
                     msaa=args.msaa)
     if args.script:
+        from pfnn_core.drive import load_script
+
         viewer.script = load_script(args.script)
     if args.headless:
         viewer.run_frames(max(1, args.frames))

@@ -1,5 +1,5 @@
 """Record the live character to BVH: local poses captured every tick, written on the training
-skeleton with `pfnn_core.bvh.save` so the file opens in Blender or any BVH tool."""
+skeleton (`pfnn_core.drive.motion_from_poses` + `bvh.save`) so the file opens in any BVH tool."""
 
 from pathlib import Path
 
@@ -12,30 +12,30 @@ class Recorder:
         self.local_rotations, self.root_translations = [], []
 
     @classmethod
-    def for_source(cls, source) -> "Recorder":
+    def for_source(cls, source, frame_time: float = 1.0 / 60.0) -> "Recorder":
         character = getattr(source, "character", None)
         if character is None:
             raise ValueError("Recording needs the network character: load a model first.")
-        return cls(character.network.skeleton, 1.0 / 60.0)
+        return cls(character.skeleton, frame_time)
 
     @property
     def frame_count(self) -> int:
         return len(self.local_rotations)
 
     def capture(self, source) -> None:
-        from pfnn_core import runtime
-
-        local_rot, root_translation = runtime.local_pose(source.character.state, self.skeleton)
-        self.local_rotations.append(np.asarray(local_rot[0]))
-        self.root_translations.append(np.asarray(root_translation[0]))
+        """Keep the followed (first) character's pose of this tick."""
+        local_rot, root_translation = source.character.local_pose()
+        self.local_rotations.append(np.array(local_rot[0]))
+        self.root_translations.append(np.array(root_translation[0]))
 
     def save(self, path) -> Path:
         from pfnn_core import bvh
+        from pfnn_core.drive import motion_from_poses
 
         if not self.local_rotations:
             raise ValueError("nothing recorded")
-        motion = bvh.motion_from_pose(self.skeleton, np.stack(self.local_rotations),
-                                      np.stack(self.root_translations), self.frame_time)
+        motion = motion_from_poses(self.skeleton, np.stack(self.local_rotations), np.stack(self.root_translations),
+                                   self.frame_time, source="pfnn-viewer recording")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         bvh.save(motion, path)

@@ -17,12 +17,13 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.main import DEFAULT_MODEL, SIM_DT, Viewer  # noqa: E402
+from pfnn_core.drive import parse_script  # noqa: E402
 
 
 def measure(viewer: Viewer, frames: int) -> dict:
     """Mean wall time per frame (including the buffer swap, which waits for the renderer) and the
     per-phase split reported by the viewer."""
-    viewer.script = [{"duration": 1e9, "move": [0.3, 1.0], "run": False}]
+    viewer.script = parse_script({"segments": [{"duration": 1e6, "move": [0.3, 1.0]}]})
     viewer.run_frames(30)
     splits = {"sim_ms": 0.0, "ui_ms": 0.0, "render_ms": 0.0, "tick_ms": 0.0, "infer_ms": 0.0}
     start = time.perf_counter()
