@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from .quat import quat_mul, quat_mul_vec, quat_slerp
+from .quat import quat_from_matrix, quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_matrix
 
 
 def forward_kinematics(rotations: np.ndarray, positions: np.ndarray, parents) -> tuple[np.ndarray, np.ndarray]:
@@ -144,3 +144,106 @@ def mirror(motion, axis: str = "x"):
             end_sites[j] = np.asarray(motion.end_sites[int(pairs[j])]) * flip_vec
     copy = motion.copy()
     return dataclasses.replace(copy, rotations=rotations, positions=positions, offsets=offsets, end_sites=end_sites)
+
+
+def _improper_axis_permutations() -> np.ndarray:
+    """The 24 signed axis permutations with determinant -1 (reflections of an axis-aligned frame)."""
+    import itertools
+    found = []
+    for perm in itertools.permutations(range(3)):
+        for signs in itertools.product((1.0, -1.0), repeat=3):
+            m = np.zeros((3, 3))
+            m[np.arange(3), perm] = signs
+            if np.linalg.det(m) < 0:
+                found.append(m)
+    return np.stack(found)
+
+
+def _joint_reflection(estimate: np.ndarray, bone_pairs: list[tuple[np.ndarray, np.ndarray]],
+                      preferred: np.ndarray | None) -> np.ndarray:
+    """The local reflection of one joint.
+
+    ``preferred`` (the parent's reflection for a joint without bones, the world mirror for a root)
+    wins when it maps every child bone onto its counterpart: those joints would otherwise depend on
+    the clip. Next, the signed axis permutation (det -1) that maps
+    the bones and best matches ``estimate`` (skeleton frames are almost always axis-aligned, so every
+    clip of a skeleton gets the same answer); failing that, the nearest reflection to ``estimate``.
+    """
+    def fits(m):
+        return all(counterpart @ m @ own > 0.95 for own, counterpart in bone_pairs)
+
+    if preferred is not None and fits(preferred):
+        return preferred
+    candidates = _improper_axis_permutations()
+    fits_bones = np.array([fits(m) for m in candidates])
+    if fits_bones.any():
+        scores = np.einsum("cij,ij->c", candidates, estimate)
+        return candidates[np.flatnonzero(fits_bones)[np.argmax(scores[fits_bones])]]
+    u, _, vt = np.linalg.svd(estimate)
+    d = np.array([1.0, 1.0, -1.0 if np.linalg.det(u @ vt) > 0 else 1.0])
+    return u @ np.diag(d) @ vt
+
+
+def _body_facing_frames(global_pos, global_rot, parents, pairs, axis_index):
+    """Global rotation matrices turned about +Y, per frame, so that the line between the paired
+    joints nearest the root (the hips, say) lies along the mirror axis: in these frames the body's
+    own sagittal plane is the mirror plane whatever way the clip walks or turns."""
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for j, parent in enumerate(parents):
+        depth[j] = depth[parent] + 1 if parent >= 0 else 0
+    paired = np.flatnonzero(pairs != np.arange(len(pairs)))
+    matrices = quat_to_matrix(global_rot)
+    if paired.size == 0:
+        return matrices
+    left = paired[np.argmin(depth[paired])]
+    across = global_pos[:, left] - global_pos[:, pairs[left]]
+    target = np.eye(3)[axis_index]
+    yaw = np.arctan2(target[0], target[2]) - np.arctan2(across[:, 0], across[:, 2])
+    turn = quat_to_matrix(np.stack([np.cos(yaw / 2), 0 * yaw, np.sin(yaw / 2), 0 * yaw], axis=-1))
+    return np.einsum("fik,fjkl->fjil", turn, matrices)
+
+
+def mirror_keep_skeleton(motion, axis: str = "x"):
+    """Mirror left/right like ``mirror`` but on the ORIGINAL skeleton (same offsets, same bone frames).
+
+    ``mirror`` is the exact reflection, but on skeletons whose local frames are not mirror-symmetric
+    (the bundled one: the spine runs along local +X and the lateral axis is Y in the hips and Z in the
+    chest) it reflects some offsets, so mirrored joint rotations are not comparable with unmirrored
+    ones. Here each joint j gets a local reflection L_j (estimated from the clip's poses as the
+    reflection best mapping j's frame onto its counterpart's mirrored frame, snapped to a signed axis
+    permutation): global G'_j = S G_pair(j) L_j, local R'_j = L_parent^T R_pair(j) L_j. Global positions
+    equal the exact mirror up to the skeleton's own left/right asymmetry.
+    """
+    axis_index = {"x": 0, "y": 1, "z": 2}[axis.lower()]
+    flip = np.ones(3)
+    flip[axis_index] = -1.0
+    reflect = np.diag(flip)
+    pairs = mirror_pairs(motion.names)
+    parents = np.asarray(motion.parents)
+    global_rot, global_pos = forward_kinematics(motion.rotations, motion.positions, parents)
+    global_m = _body_facing_frames(global_pos, global_rot, parents, pairs, axis_index)   # [F, J, 3, 3]
+    estimate = np.einsum("fjki,kl,fjlm->jim", global_m[:, pairs], reflect, global_m) / motion.num_frames
+    unit_offsets = motion.offsets / np.maximum(np.linalg.norm(motion.offsets, axis=-1, keepdims=True), 1e-9)
+    bones: dict[int, list] = {j: [] for j in range(motion.num_joints)}
+    for child, parent in enumerate(parents):
+        if parent >= 0 and np.linalg.norm(motion.offsets[child]) > 1e-9:
+            bones[parent].append((unit_offsets[child], unit_offsets[pairs[child]]))
+    local_reflections = np.empty((motion.num_joints, 3, 3))
+    for j, parent in enumerate(parents):
+        # A root mirrors like the world; a joint without bones (hand, toe) like its parent. Other
+        # joints let their bones and the poses choose.
+        preferred = reflect if parent < 0 else (local_reflections[parent] if not bones[j] else None)
+        local_reflections[j] = _joint_reflection(estimate[j], bones[j], preferred)
+
+    local_m = quat_to_matrix(motion.rotations)[:, pairs]                       # R_pair(j)
+    parent_l = np.where((parents >= 0)[:, None, None], local_reflections[np.maximum(parents, 0)], reflect)
+    new_local = np.einsum("jki,fjkl,jlm->fjim", parent_l, local_m, local_reflections)
+    rotations = quat_normalize(quat_from_matrix(new_local))
+
+    source = motion.positions[:, pairs]
+    deviation = source - motion.offsets[pairs]
+    positions = np.where((parents >= 0)[None, :, None],
+                         motion.offsets[None] + np.einsum("jki,fjk->fji", parent_l, deviation),
+                         source * flip)
+    copy = motion.copy()
+    return dataclasses.replace(copy, rotations=rotations, positions=positions)
