@@ -1,11 +1,14 @@
 """Skeleton kinematics over whole motions: forward kinematics, resampling and left/right mirroring.
 
 Arrays follow ``quat.py``'s conventions. Joints are in BVH order, so every parent comes before its
-children. ``resample`` and ``mirror`` return new ``bvh.Motion`` objects and never modify their input.
+children. ``resample``, ``mirror`` (the exact reflection, on a reflected skeleton) and
+``mirror_keep_skeleton`` (the mirror on the original skeleton, for training data) return new
+``bvh.Motion`` objects and never modify their input.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 import numpy as np
@@ -148,7 +151,6 @@ def mirror(motion, axis: str = "x"):
 
 def _improper_axis_permutations() -> np.ndarray:
     """The 24 signed axis permutations with determinant -1 (reflections of an axis-aligned frame)."""
-    import itertools
     found = []
     for perm in itertools.permutations(range(3)):
         for signs in itertools.product((1.0, -1.0), repeat=3):
