@@ -71,6 +71,7 @@ class OrbitCamera:
     target: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.9, 0.0]))
     min_distance: float = 1.0
     max_distance: float = 40.0
+    lens_shift: float = 0.0  # horizontal image shift in NDC units (centres the view beside the panel)
 
     def follow(self, point: np.ndarray, dt: float) -> None:
         """Move the target toward `point` (a ground position) with halflife damping."""
@@ -96,7 +97,9 @@ class OrbitCamera:
         return look_at(self.eye(), self.target)
 
     def projection(self, aspect: float) -> np.ndarray:
-        return perspective(self.fov_y, aspect, 0.05, 300.0)
+        proj = perspective(self.fov_y, aspect, 0.05, 300.0)
+        proj[0, 2] = -self.lens_shift  # clip x gains lens_shift * w: the image moves by lens_shift in NDC
+        return proj
 
     def view_yaw(self) -> float:
         """Yaw of the horizontal viewing direction as `pfnn_core.controller` expects it (0 looks along

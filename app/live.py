@@ -23,23 +23,27 @@ def crowd_positions(count: int, spacing: float = CROWD_SPACING) -> np.ndarray:
 
 
 def checkpoint_summary(checkpoint, device) -> list[str]:
-    """A few lines about the model, the data it was trained on and its training run."""
+    """A few lines about the model, the data it was trained on and its training run (fields missing
+    from older checkpoints are skipped)."""
     meta, config = checkpoint.meta, checkpoint.config
     lines = [f"{config.phase_function} phase function, hidden {config.hidden_size}, "
              f"{len(meta.get('skeleton', {}).get('names', []))} joints, on {device}"]
     data = meta.get("data") or {}
-    if data:
-        files = data.get("files")
-        count = len(files) if isinstance(files, (list, tuple)) else files
-        lines.append(f"data: {count} files, {data.get('frames', '?')} frames")
+    if isinstance(data.get("files"), (list, tuple)):
+        samples = data.get("samples", data.get("rows"))
+        lines.append(f"data: {len(data['files'])} files" + (f", {samples} samples" if samples else "")
+                     + (" (mirrored)" if data.get("mirror") else ""))
     training = meta.get("training") or {}
-    if training:
-        val = training.get("best_val_loss", training.get("val_loss"))
-        val_text = f", best val loss {val:.4f}" if isinstance(val, (int, float)) else ""
-        lines.append(f"trained {training.get('epochs', '?')} epochs{val_text}")
-    speeds = meta.get("gait_speeds") or {}
+    if isinstance(training.get("epochs_completed"), int):
+        text = f"trained {training['epochs_completed']} epochs"
+        if isinstance(training.get("val_loss"), (int, float)):
+            text += f", val loss {training['val_loss']:.4f}"
+        if isinstance(training.get("wall_s"), (int, float)):
+            text += f", {training['wall_s'] / 60:.1f} min"
+        lines.append(text)
+    speeds = {k: v for k, v in (meta.get("gait_speeds") or {}).items() if isinstance(v, (int, float))}
     if speeds:
-        lines.append("gait speeds: " + ", ".join(f"{k} {float(v):.2f} m/s" for k, v in speeds.items()))
+        lines.append("gait speeds: " + ", ".join(f"{k} {v:.2f} m/s" for k, v in speeds.items()))
     return lines
 
 

@@ -150,13 +150,14 @@ class Viewer:
                 live = self.live_source
             else:
                 live = LiveSource.from_checkpoint(path, self.state.settings, self.crowd)
+            summary = live.summary()
         except Exception as error:  # any bad file: keep running what runs
             self.state.model.error = f"Could not load {path}: {error}"
             return False
         self.live_source = live
         self.state.model.error = ""
         self.state.model.path = path
-        self.state.model.summary = live.summary()
+        self.state.model.summary = summary
         if not self.state.playback.active:
             self.source = live
         self._reset_frames()
@@ -412,7 +413,11 @@ class Viewer:
     def render_scene(self, frames) -> None:
         from app.overlays import build_overlays
 
+        from app.ui import PANEL_WIDTH
+
         self.window.switch_to()
+        width = max(self.window.get_size()[0], 1)
+        self.camera.lens_shift = -(PANEL_WIDTH + 12) / width if self.state.show_panel else 0.0
         overlays = build_overlays(frames[0], self.state.overlays)
         self.renderer.ctx.screen.use()
         self.renderer.render(frames, overlays, self.camera, self.window.get_framebuffer_size())
@@ -491,14 +496,20 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.headless:
         use_headless_gl()
+    script = None
+    if args.script:
+        from pfnn_core.drive import ScriptError, load_script
+
+        try:
+            script = load_script(args.script)
+        except ScriptError as error:
+            print(f"pfnn-viewer: {error}", file=sys.stderr)
+            return 2
     model = args.model
     viewer = Viewer(args.width, args.height, model_path=model, bvh_path=args.bvh, crowd=args.crowd,
                     visible=not args.headless, vsync=not args.headless, show_panel=not args.no_panel,
                     msaa=args.msaa)
-    if args.script:
-        from pfnn_core.drive import load_script
-
-        viewer.script = load_script(args.script)
+    viewer.script = script
     if args.headless:
         viewer.run_frames(max(1, args.frames))
         if args.screenshot:

@@ -17,7 +17,7 @@ from pfnn_core.settings import RuntimeSettings, tunable_fields
 ERROR_COLOUR = (1.0, 0.42, 0.38, 1.0)
 OK_COLOUR = (0.45, 0.9, 0.55, 1.0)
 DIM_COLOUR = (0.65, 0.68, 0.74, 1.0)
-PANEL_WIDTH = 380
+PANEL_WIDTH = 430
 OVERLAY_KEYS = (("trajectory", "Trajectory", "T"), ("contacts", "Foot contacts", "C"),
                 ("phase", "Phase dial", "P"), ("joint_axes", "Joint axes", "J"))
 PHASE_FUNCTIONS = ("cubic", "rbf")
@@ -84,6 +84,7 @@ class ViewerState:
                                                     "joint_axes": False})
     show_panel: bool = True
     show_help: bool = True
+    open_sections: tuple = ("Model", "Overlays", "Stats")  # panel sections open at start
     source_label: str = ""
     model: ModelPanel = field(default_factory=ModelPanel)
     train: TrainPanel = field(default_factory=TrainPanel)
@@ -158,7 +159,7 @@ def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool
 
 
 def tune_section(state: ViewerState) -> None:
-    imgui.push_item_width(150)
+    imgui.push_item_width(140)
     for field_ in tunable_fields(state.settings):
         setting_widget(state.settings, field_)
     imgui.pop_item_width()
@@ -217,12 +218,15 @@ def train_section(state: ViewerState) -> None:
         eta = "" if train.eta_s is None else f"  ETA {int(train.eta_s) // 60}:{int(train.eta_s) % 60:02d}"
         imgui.progress_bar(train.progress, imgui.ImVec2(-1, 0), f"{100 * train.progress:.0f}%{eta}")
     if train.status:
+        imgui.push_text_wrap_pos(0.0)
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), train.status)
+        imgui.pop_text_wrap_pos()
     _error(train.error)
     if train.train_loss and implot.begin_plot("Loss", imgui.ImVec2(-1, 170)):
         implot.setup_axes("epoch", "loss", 0, implot.AxisFlags_.auto_fit)
         implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
         implot.setup_axis_limits(implot.ImAxis_.x1, 0, max(train.epochs, 1), imgui.Cond_.always)
+        implot.setup_legend(implot.Location_.north_east)
         xs = np.asarray(train.epochs_x, np.float64)
         implot.plot_line("train", xs, np.asarray(train.train_loss, np.float64))
         if len(train.val_loss) == len(xs):
@@ -341,12 +345,11 @@ def gui(state: ViewerState, display_size=(1280, 720)) -> None:
     imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, display_size[1] - 24), imgui.Cond_.always)
     imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize |
                 imgui.WindowFlags_.no_collapse)
-    sections = (("Model", model_section, True), ("Overlays", overlay_section, True),
-                ("Tune", tune_section, False), ("Train", train_section, False),
-                ("Playback", playback_section, False), ("Record", record_section, False),
-                ("Stats", stats_section, True))
-    for title, section, open_by_default in sections:
-        flags = imgui.TreeNodeFlags_.default_open if open_by_default else 0
+    sections = (("Model", model_section), ("Overlays", overlay_section), ("Tune", tune_section),
+                ("Train", train_section), ("Playback", playback_section), ("Record", record_section),
+                ("Stats", stats_section))
+    for title, section in sections:
+        flags = imgui.TreeNodeFlags_.default_open if title in state.open_sections else 0
         if imgui.collapsing_header(title, flags):
             imgui.push_id(title)
             section(state)

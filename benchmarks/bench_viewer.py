@@ -23,7 +23,7 @@ from pfnn_core.drive import parse_script  # noqa: E402
 def measure(viewer: Viewer, frames: int) -> dict:
     """Mean wall time per frame (including the buffer swap, which waits for the renderer) and the
     per-phase split reported by the viewer."""
-    viewer.script = parse_script({"segments": [{"duration": 1e6, "move": [0.3, 1.0]}]})
+    viewer.script = parse_script({"segments": [{"duration": 1e6, "move": [0.28, 0.96]}]})
     viewer.run_frames(30)
     splits = {"sim_ms": 0.0, "ui_ms": 0.0, "render_ms": 0.0, "tick_ms": 0.0, "infer_ms": 0.0}
     start = time.perf_counter()

@@ -381,6 +381,22 @@ def test_a_broken_checkpoint_from_the_panel_shows_an_error_and_the_model_keeps_r
     assert _error_pixels(live.read_pixels()) > before + 20  # the message is drawn in red
 
 
+def test_loading_another_checkpoint_hot_swaps_the_running_character(live, checkpoint_path, tmp_path):
+    import shutil
+
+    other = tmp_path / "other.safetensors"
+    shutil.copy(checkpoint_path, other)
+    live.state.settings.root_motion_from_command = 1.0
+    live.script = _script([{"duration": 10.0, "move": [1.0, 0.0]}])
+    live.run_frames(30)
+    character, position = live.live_source.character, live.cur_frames[0].root_pos.copy()
+    live.state.request("load_model", str(other))
+    live.run_frames(1)
+    assert live.state.model.path == str(other) and live.state.model.error == ""
+    assert live.live_source.character is character  # swapped in place: same character, new network
+    assert np.linalg.norm(live.cur_frames[0].root_pos - position) < 0.1  # it keeps its place
+
+
 def test_a_broken_bvh_from_the_panel_shows_an_error_and_nothing_else_changes(live, tmp_path, bvh_dir):
     running = live.source
     broken = tmp_path / "broken.bvh"
