@@ -120,6 +120,7 @@ class DriveRecord:
     joint_names: list
     joint_parents: np.ndarray
     dt: float = SIM_DT
+    joint_rotations: np.ndarray | None = None  # [T, J, 4] global rotations, when known
 
     @property
     def t(self) -> np.ndarray:
@@ -307,6 +308,7 @@ class MocapReference:
     skating_ratio: float         # share
     jerk: float                  # m/s^3, at the clips' own frame rate
     jerk_dt: float               # s, that frame rate's step
+    pops_per_minute: float       # frames with a joint turning > 30 deg in one simulation step
     clips: list = field(default_factory=list)
 
 
@@ -355,9 +357,17 @@ def jerk_rows(records: dict, reference: MocapReference) -> list[Row]:
         total += float(metrics.mean_jerk(positions, record.dt * stride)) * (len(positions) - 3)
         count += len(positions) - 3
     jerk = total / count if count else math.nan
-    return [Row("joint jerk (mean)", jerk, "m/s^3", reference.jerk, f"<= {MAX_JERK_RATIO:.1f}x mocap",
+    rows = [Row("joint jerk (mean)", jerk, "m/s^3", reference.jerk, f"<= {MAX_JERK_RATIO:.1f}x mocap",
                 _at_most(jerk, MAX_JERK_RATIO * reference.jerk),
                 f"at {1 / reference.jerk_dt:.0f} Hz, the mocap's rate")]
+    with_rotations = [r for r in records.values() if r.joint_rotations is not None and len(r.t) > 1]
+    if with_rotations:
+        popped = sum(float(metrics.pose_pops_per_minute(r.joint_rotations, r.dt)) * (len(r.t) - 1) * r.dt
+                     for r in with_rotations)
+        minutes = sum((len(r.t) - 1) * r.dt for r in with_rotations)
+        rows.append(Row("pose pops per minute", popped / minutes, "", reference.pops_per_minute, "", None,
+                        "ticks in which a joint turns > 30 deg"))
+    return rows
 
 
 def timing_rows(records: dict) -> list[Row]:
@@ -498,7 +508,7 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
     from pfnn_core import bvh, features, kinematics
 
     feet_60, clips = [], []
-    jerk_sum = jerk_count = 0.0
+    jerk_sum = jerk_count = popped_steps = steps_60 = 0.0
     jerk_dt = None
     for path in paths:
         motion = bvh.load(str(path))
@@ -512,6 +522,9 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
         resampled = motion if abs(motion.frame_time * features.SIM_FPS - 1) < 1e-6 else kinematics.resample(
             motion, features.SIM_FPS)
         feet_60.append((resampled.global_positions()[:, foot_joint_indices(motion.names)], resampled.frame_time))
+        pops = float(metrics.pose_pops_per_minute(resampled.global_rotations(), resampled.frame_time))
+        popped_steps += pops * (resampled.num_frames - 1) * resampled.frame_time / 60.0
+        steps_60 += resampled.num_frames - 1
         clips.append(Path(path).name)
     if not clips:
         raise ValueError("no locomotion clips among the reference BVH files")
@@ -519,7 +532,8 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
     skating = _pooled_skating([(feet, dt) for feet, dt in feet_60], ground, height_band)
     return MocapReference(ground_heights=ground, height_band=height_band, skating=skating[0],
                           skating_weighted=skating[1], skating_ratio=skating[2], jerk=jerk_sum / jerk_count,
-                          jerk_dt=jerk_dt, clips=clips)
+                          jerk_dt=jerk_dt, pops_per_minute=popped_steps / (steps_60 / features.SIM_FPS / 60.0),
+                          clips=clips)
 
 
 def _pooled_skating(feet_and_dt, ground, height_band) -> tuple[float, float, float]:
@@ -672,7 +686,7 @@ def record_from_drive_result(result) -> DriveRecord:
     log = {name: np.asarray(result.log[name], dtype=np.float64) for name in LOG_COLUMNS}
     return DriveRecord(log=log, joint_positions=np.asarray(result.joint_positions, dtype=np.float64),
                        joint_names=list(result.joint_names), joint_parents=np.asarray(result.motion.parents),
-                       dt=float(result.dt))
+                       dt=float(result.dt), joint_rotations=result.motion.global_rotations())
 
 
 def reference_clips(bvh_dir: Path, quick: bool) -> list[Path]:

@@ -346,6 +346,26 @@ def mean_jerk(joint_positions, dt):
     return np.linalg.norm(jerk, axis=-1).mean(axis=(-2, -1))
 
 
+def rotation_steps(rotations):
+    """Angle (rad, in [0, pi]) each rotation turns between consecutive frames: [..., T, J, 4] -> [..., T-1, J].
+
+    Unit quaternions (w, x, y, z); the angle of q_t^-1 q_{t+1} is 2 acos(|q_t . q_{t+1}|), so q and -q
+    (the same rotation) count as no turn.
+    """
+    rotations = np.asarray(rotations, dtype=np.float64)
+    dot = np.abs((rotations[..., 1:, :, :] * rotations[..., :-1, :, :]).sum(axis=-1))
+    return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
+
+
+def pose_pops_per_minute(rotations, dt, max_step=np.radians(30.0)):
+    """Frames per minute [...] in which any joint turns more than max_step in one frame (a visible pop).
+
+    rotations [..., T, J, 4] global joint rotations sampled every dt s; compare only at equal rates.
+    """
+    popped = (rotation_steps(rotations) > max_step).any(axis=-1)
+    return popped.sum(axis=-1) / (popped.shape[-1] * dt / 60.0)
+
+
 def integrate_root_motion(local_velocity_xz, yaw_rate, dt, start_yaw=0.0):
     """World root path [..., T + 1, 2] and yaw [..., T + 1] from per-step root motion.
 

@@ -135,6 +135,7 @@ def test_mocap_reference_on_bundled_clips(bvh_dir):
     assert 0 < reference.skating_weighted < reference.skating < 2.0
     assert 0 < reference.skating_ratio < 1
     assert 50 < reference.jerk < 1000
+    assert 0 <= reference.pops_per_minute < 10  # real motion hardly ever turns a joint 30 deg in 1/60 s
 
 
 def test_held_out_clips_follow_the_checkpoint(bvh_dir):
@@ -219,7 +220,7 @@ def test_quick_run_numbers_are_finite(quick_run):
     for expected in ("non-finite values (all drives)", "foot penetration (deepest)",
                      "foot skating (near-ground speed)", "joint jerk (mean)", "phase consistency (worst clip)",
                      "walk from standing: time to 90% of the speed change", "turn 90 deg: overshoot",
-                     "strafe: facing error", "tick time (mean)"):
+                     "strafe: facing error", "pose pops per minute", "tick time (mean)"):
         assert expected in measures
     for row in results["rows"]:
         # a random model may never reach a speed ("inf"); nothing may be nan.

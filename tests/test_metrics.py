@@ -231,6 +231,21 @@ def test_integrate_root_motion_turns_after_each_step():
     np.testing.assert_allclose(path[-1], [0.0, -1.0], atol=1e-12)
 
 
+def quat_about_y(angle):
+    angle = np.asarray(angle, dtype=float)
+    return np.stack([np.cos(angle / 2), np.zeros_like(angle), np.sin(angle / 2), np.zeros_like(angle)], axis=-1)
+
+
+def test_rotation_steps_and_pops():
+    angles = np.array([0.0, 0.1, 0.2, 1.0, 1.05])  # one 0.8 rad (46 deg) jump
+    rotations = np.stack([quat_about_y(angles), quat_about_y(np.zeros(5))], axis=1)  # [T=5, J=2, 4]
+    rotations[2, 0] *= -1.0  # the same rotation with the other sign
+    np.testing.assert_allclose(metrics.rotation_steps(rotations)[:, 0], [0.1, 0.1, 0.8, 0.05], atol=1e-9)
+    np.testing.assert_allclose(metrics.rotation_steps(rotations)[:, 1], 0.0, atol=1e-9)
+    # one popped step out of 4 steps of 1/60 s: 1 per 4/60 s = 15 per second = 900 per minute.
+    assert metrics.pose_pops_per_minute(rotations, 1 / 60) == pytest.approx(900.0)
+
+
 def test_phase_consistency_invariances_and_a_known_value():
     t = np.linspace(0, 3, 200)
     path = np.stack([np.sin(t), t], axis=-1)
