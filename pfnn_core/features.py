@@ -580,7 +580,7 @@ def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas:
     import time
 
     from pfnn_core import bvh
-    from pfnn_core.kinematics import mirror as mirror_motion
+    from pfnn_core.kinematics import mirror_keep_skeleton as mirror_motion
 
     started = time.perf_counter()
     paths = bvh_paths(paths_or_folder)
