@@ -172,13 +172,39 @@ def run_inspect(paths: list[str], out=None, extra_columns=()) -> int:
     return 1 if failed else 0
 
 
+def contact_phase_columns(plots_dir=None):
+    """An extra-column function: contact and phase summary per clip (and its plot when `plots_dir`)."""
+    from pfnn_core import phase
+
+    def columns(motion) -> dict:
+        summary = phase.contact_phase_summary(motion)
+        if plots_dir is not None:
+            Path(plots_dir).mkdir(parents=True, exist_ok=True)
+            phase.save_contact_phase_plots(motion, str(Path(plots_dir) / Path(motion.source).stem))
+        median = summary["cycle_frames_median"]
+        return {
+            "phase_from": summary["phase_method"],
+            "cycles": summary["cycles"],
+            "cycle_frames": "-" if median is None else f"{median:.0f}",
+            "toe_contact": f"{summary['toe_contact_share']:.0%}",
+            "standing": f"{summary['standing_share']:.0%}",
+        }
+
+    return columns
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="pfnn-data", description="Check BVH motion data before training.")
     commands = parser.add_subparsers(dest="command", required=True)
     inspect_cmd = commands.add_parser("inspect", help="table of BVH files with warnings about suspicious ones")
     inspect_cmd.add_argument("paths", nargs="+", help="BVH files or folders")
+    inspect_cmd.add_argument("--contacts", action="store_true",
+                             help="add foot-contact and phase columns (cycle length at 60 Hz, contact shares)")
+    inspect_cmd.add_argument("--plots", metavar="DIR",
+                             help="save foot heights with contact bands, phase and phase histogram per file as PNG")
     args = parser.parse_args(argv)
-    return run_inspect(args.paths)
+    extra = (contact_phase_columns(args.plots),) if (args.contacts or args.plots) else ()
+    return run_inspect(args.paths, extra_columns=extra)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The data inspector: rows for real files, speed and folder warnings, failures reported per file."""
 import re
+from pathlib import Path
 import shutil
 
 import numpy as np
@@ -58,3 +59,15 @@ def test_format_table_shows_extra_columns(walk_file):
     header = table.splitlines()[0]
     assert header.split()[:8] == ["file", "frames", "frame_time", "duration_s", "joints", "channels", "units", "speed_mps"]
     assert "contact_share" in header and "0.54" in table and "FAILED" in table
+
+
+def test_contacts_option_adds_phase_columns_and_plots(tmp_path, capsys):
+    walk = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "dataset-2_walk_normal_001.bvh"
+    assert main(["inspect", str(walk), "--plots", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if line.startswith(walk.name))
+    assert "contacts" in row  # phase labelled from foot contacts, not the root-height fallback
+    # a walking gait cycle at 60 Hz is ~66 frames on this data (63-68 p10-p90)
+    cycle = int(row.split()[-3])
+    assert 60 <= cycle <= 72
+    assert (tmp_path / f"{walk.stem}_contacts_phase.png").stat().st_size > 10_000
