@@ -116,7 +116,7 @@ class Viewer:
         self.live_source, self.source = None, None
         self.training_job, self.recorder = None, None
         self.closed = False
-        self._fps = 0.0
+        self._fps, self._last_frame_start = 0.0, None
         self._load_initial(model_path, bvh_path)
         self.prev_frames = self.cur_frames = self.source.frames()
         self.camera.snap(self.cur_frames[0].root_pos)
@@ -389,7 +389,10 @@ class Viewer:
         ui_done = time.perf_counter()
         self.handle_requests()
         stats = self.state.stats
-        self._fps = 0.9 * self._fps + 0.1 / max(real_dt, 1e-4) if self._fps else 1.0 / max(real_dt, 1e-4)
+        # frame rate from the wall clock between frames (headless runs feed a fixed dt, so not from real_dt)
+        interval = start - self._last_frame_start if self._last_frame_start is not None else real_dt
+        self._last_frame_start = start
+        self._fps = 0.9 * self._fps + 0.1 / max(interval, 1e-4) if self._fps else 1.0 / max(interval, 1e-4)
         stats.update(fps=self._fps, frame_ms=1000 * (ui_done - start), sim_ms=1000 * (sim_done - start),
                      render_ms=1000 * (render_done - sim_done), ui_ms=1000 * (ui_done - render_done),
                      substeps=steps, **getattr(self.source, "timings", {}))

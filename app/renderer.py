@@ -264,6 +264,8 @@ class Renderer:
         sky["u_horizon"].value, sky["u_zenith"].value = palette.horizon, palette.zenith
         self._sky_vao.render(moderngl.TRIANGLE_STRIP)
 
+        # shadows lie on the ground, drawn over it without a depth test (no z-fighting at grazing angles)
+        ctx.disable(moderngl.DEPTH_TEST)
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         ctx.depth_mask = False
@@ -275,6 +277,7 @@ class Renderer:
             self._shadows.vao.render(moderngl.TRIANGLE_STRIP, instances=count)
         ctx.depth_mask = True
         ctx.disable(moderngl.BLEND)
+        ctx.enable(moderngl.DEPTH_TEST)
 
         count = self._meshes.upload(self.character_instances(frames))
         if count:
