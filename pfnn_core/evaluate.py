@@ -339,7 +339,7 @@ def stability_rows(records: dict) -> list[Row]:
     longest = max(float(r.t[-1] - r.t[0] + r.dt) for r in records.values())
     extent = max(float(np.nanmax(np.abs(r.joint_positions - r.joint_positions[:, :1, :]))) for r in records.values())
     return [
-        Row("non-finite values (all drives)", float(nonfinite), "", None, "0", nonfinite == 0,
+        Row("non-finite values (all drives)", float(nonfinite), "values", None, "0", nonfinite == 0,
             f"longest drive {longest:.0f} s"),
         Row("largest joint distance from the root joint", extent, "m", None, "<= 2 m", _at_most(extent, 2.0),
             "no explosion"),
@@ -393,6 +393,8 @@ def _format_number(value, unit="") -> str:
     if math.isinf(value):
         return "never" if unit == "s" else str(value)
     magnitude = abs(value)
+    if unit == "values" and value.is_integer():
+        return f"{value:.0f}"
     text = f"{value:.0f}" if magnitude >= 100 else f"{value:.2f}" if magnitude >= 0.1 or value == 0 else f"{value:.3f}"
     return f"{text} {unit}".strip()
 
@@ -570,8 +572,8 @@ def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
     """The checkpoint's validation clips (bundled files), and a note on where the list came from.
 
     Uses `data.val_files` when the checkpoint stores it; otherwise repeats `features.split_by_clip`
-    over the stored file list with the training run's seed and validation fraction; otherwise (no
-    data record) every bundled clip, marked as not known to be held out.
+    over the stored file list with the training run's seed and validation fraction; when neither
+    names a file in bvh_dir, every clip there, marked as not known to be held out.
     """
     from types import SimpleNamespace
 
@@ -588,8 +590,11 @@ def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
                                             int(config.get("seed", 0)))
         names, note = [files[i] for i in val_ids], "validation split repeated from the training seed"
     else:
-        return sorted(Path(bvh_dir).glob("*.bvh")), "checkpoint has no data record: clips may have been trained on"
-    return [Path(bvh_dir) / name for name in sorted(names) if (Path(bvh_dir) / name).is_file()], note
+        names = []
+    paths = [Path(bvh_dir) / name for name in sorted(names) if (Path(bvh_dir) / name).is_file()]
+    if not paths:
+        return sorted(Path(bvh_dir).glob("*.bvh")), "no held-out clip known among these files: clips may have been trained on"
+    return paths, note
 
 
 def rollout_on_clip(network, clip_features, dt: float, name: str) -> Rollout:

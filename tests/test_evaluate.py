@@ -148,6 +148,8 @@ def test_held_out_clips_follow_the_checkpoint(bvh_dir):
     assert [p.name for p in evaluate.held_out_clips(stored, bvh_dir)[0]] == files[:2]
     everything, note = evaluate.held_out_clips({}, bvh_dir)
     assert len(everything) == len(list(bvh_dir.glob("*.bvh"))) and "may have been trained on" in note
+    elsewhere = {"data": {"files": ["other.bvh"], "val_files": ["other.bvh"]}}
+    assert evaluate.held_out_clips(elsewhere, bvh_dir)[0] == everything
 
 
 class TeacherNetwork:
