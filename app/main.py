@@ -474,8 +474,10 @@ class Viewer:
             self.window.flip()
 
         pyglet.clock.schedule(tick)
-        pyglet.app.run(None)
-        self.close()
+        try:
+            pyglet.app.run(None)
+        finally:
+            pyglet.clock.unschedule(tick)
 
     def close(self) -> None:
         from imgui_bundle import imgui, implot
@@ -523,6 +525,7 @@ def main(argv=None) -> int:
         viewer.close()
         return 0
     viewer.run()
+    viewer.close()
     return 0
 
 

@@ -435,6 +435,31 @@ def test_recording_writes_a_bvh_that_loads_back(live, tmp_path):
     assert motion.num_frames >= 19 and motion.names == list(live.live_source.character.network.names)
 
 
+def test_the_interactive_loop_steps_the_simulation_on_the_clock(live):
+    import pyglet
+
+    frames, ticks = live.frame_count, live.sim_time
+    pyglet.clock.schedule_once(lambda dt: pyglet.app.exit(), 0.5)
+    try:
+        live.run()
+    finally:
+        # pyglet's event loop switches this class flag off for good, and a headless window created
+        # afterwards (the CLI test) would then dispatch its first resize before it is ready
+        pyglet.window.Window._enable_event_queue = True
+    assert live.frame_count > frames and live.sim_time > ticks
+    assert live.sim_time - ticks <= (live.frame_count - frames) * 4 / 60.0 + 1e-9  # never more than 4 steps a frame
+
+
+def test_crowd_positions_start_at_the_origin_on_a_grid():
+    from app.live import crowd_positions
+
+    grid = crowd_positions(64)
+    np.testing.assert_allclose(grid[0], [0, 0])
+    assert len(np.unique(np.round(grid, 6), axis=0)) == 64
+    distances = np.linalg.norm(grid[:, None] - grid[None], axis=-1) + np.eye(64) * 99
+    assert distances.min() == pytest.approx(1.6)
+
+
 def test_headless_cli_writes_a_screenshot(tmp_path, viewer):
     from PIL import Image
 
