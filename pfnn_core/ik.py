@@ -26,6 +26,13 @@ class LegSolution(NamedTuple):
     ankle_pos: np.ndarray  # [..., 3] new ankle position (= target when within reach)
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.cross for [..., 3] without its axis bookkeeping (this runs every tick on tiny arrays)."""
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+
+
 def _normalize(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), eps)
 
@@ -57,8 +64,8 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
     knee_angle_now = _angle_between(a - b, c - b)
     cos_goal = (thigh_length ** 2 + shin_length ** 2 - reach ** 2) / np.maximum(2.0 * thigh_length * shin_length, 1e-12)
     knee_angle_goal = np.arccos(np.clip(cos_goal, -1.0, 1.0))
-    bend_axis = np.cross(thigh, shin)
-    straight_axis = np.cross(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
+    bend_axis = _cross(thigh, shin)
+    straight_axis = _cross(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
     bent = np.linalg.norm(bend_axis, axis=-1, keepdims=True) > 1e-6 * np.maximum(
         thigh_length * shin_length, 1e-12)[..., None]
     bend_axis = _normalize(np.where(bent, bend_axis, straight_axis))

@@ -32,7 +32,7 @@ from pfnn_core import features
 from pfnn_core.controller import Command
 from pfnn_core.ik import FootLocks, foot_rotation_toward, foot_targets, two_bone_ik, update_foot_locks
 from pfnn_core.phase import stride_length_at
-from pfnn_core.quat import (quat_from_6d, quat_from_yaw, quat_identity, quat_inv, quat_inv_mul_vec, quat_mul,
+from pfnn_core.quat import (quat_from_6d, quat_from_yaw, quat_inv, quat_mul,
                             quat_mul_vec, quat_normalize, quat_to_yaw)
 from pfnn_core.settings import RuntimeSettings
 
@@ -41,6 +41,10 @@ from pfnn_core.settings import RuntimeSettings
 HALFLIFE_TO_RATE = 1.6783469900166612
 HISTORY_LENGTH = 61  # past trajectory samples kept: 1 s at 60 Hz, newest last
 DRIFT_CAPACITY = 600  # most drift-correction ticks remembered (the settings' maximum window)
+# Input features whose training std sat at the normalisation floor (1e-3) never varied in the data
+# (e.g. the hips' x, z in their own root frame); the network is hypersensitive to them (z = error / 1e-3),
+# so they are held at their training value instead of being fed back.
+CONSTANT_FEATURE_STD = 1.001e-3
 MIN_STRIDE_LENGTH = 0.05  # m; guards the speed / stride division
 FACING_MIN_SPEED = 1e-3  # m/s; below this a command has no direction to face
 
@@ -160,34 +164,46 @@ def anchor_joint(parents) -> int:
         joint = int(children[0])
 
 
+def joints_above(parents, joint: int) -> list[int]:
+    """Ancestors of `joint`, nearest first."""
+    above = []
+    while parents[joint] >= 0:
+        joint = int(parents[joint])
+        above.append(joint)
+    return above
+
+
+def chain_matrix(parents, anchor: int) -> np.ndarray:
+    """[J, J] signed sums that place every joint from the anchor: position_j = anchor_pos +
+    sum_k M[j, k] * bone_k, where bone_k = global_rot[parent(k)] * offset[k] (zero for roots)."""
+    parents = np.asarray(parents)
+    count = len(parents)
+    on_path = np.zeros((count, count))
+    for joint in range(count):
+        for k in [joint] + joints_above(parents, joint):
+            if parents[k] >= 0:
+                on_path[joint, k] = 1.0
+    return on_path - on_path[anchor]
+
+
 def forward_kinematics_global(global_rot, anchor_pos, offsets, parents, anchor: int,
-                              above_anchor_rot=None) -> tuple[np.ndarray, np.ndarray]:
+                              above_anchor_rot=None, chain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """World joint positions from GLOBAL rotations [..., J, 4] and the anchor's position [..., 3].
 
     Joints above the anchor (a 'joint_Root' over the hips) take `above_anchor_rot` [..., 4] (default:
     their given rotation) and hang by their offsets above it, so the pose is fully described by the
-    root joint's translation plus local rotations (what a BVH writes). Parents come before children.
-    Returns (positions [..., J, 3], rotations [..., J, 4]).
+    root joint's translation plus local rotations (what a BVH writes). `chain`: `chain_matrix(parents,
+    anchor)`, precomputed by callers that run every tick. Returns (positions [..., J, 3], rotations).
     """
-    offsets = np.asarray(offsets, dtype=float)
     parents = np.asarray(parents)
     rotations = np.array(global_rot, dtype=float, copy=True)
-    positions = np.zeros(rotations.shape[:-1] + (3,))
-    positions[..., anchor, :] = anchor_pos
-    ancestors = []
-    child = anchor
-    while parents[child] >= 0:
-        joint = int(parents[child])
-        if above_anchor_rot is not None:
+    if above_anchor_rot is not None:
+        for joint in joints_above(parents, anchor):
             rotations[..., joint, :] = above_anchor_rot
-        positions[..., joint, :] = positions[..., child, :] - quat_mul_vec(rotations[..., joint, :], offsets[child])
-        ancestors.append(joint)
-        child = joint
-    for joint in range(len(parents)):
-        parent = int(parents[joint])
-        if joint == anchor or joint in ancestors or parent < 0:
-            continue
-        positions[..., joint, :] = positions[..., parent, :] + quat_mul_vec(rotations[..., parent, :], offsets[joint])
+    chain = chain_matrix(parents, anchor) if chain is None else chain
+    parent_rot = rotations[..., np.maximum(parents, 0), :]
+    bones = quat_mul_vec(parent_rot, np.asarray(offsets, dtype=float))
+    positions = np.asarray(anchor_pos, dtype=float)[..., None, :] + chain @ bones
     return positions, rotations
 
 
@@ -267,20 +283,30 @@ def facing_from_yaw(yaw) -> np.ndarray:
     return np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], axis=-1)
 
 
-def to_root_frame(points, root_pos, root_rot) -> np.ndarray:
+def yaw_rotate(yaw, vectors) -> np.ndarray:
+    """Rotate 3D vectors [B, ..., 3] about +Y by yaw [B] (cheaper than a quaternion for yaw-only frames)."""
+    yaw = np.asarray(yaw, dtype=float).reshape((-1,) + (1,) * (vectors.ndim - 2))
+    rotated = np.array(vectors, dtype=float, copy=True)
+    rotated[..., [0, 2]] = features.rotate_xz(yaw, vectors[..., [0, 2]])
+    return rotated
+
+
+def to_root_frame(points, root_pos, root_yaw) -> np.ndarray:
     """World points [B, N, 3] -> root frame (x, z) [B, N, 2]."""
-    local = quat_inv_mul_vec(root_rot[:, None], points - root_pos[:, None])
-    return local[..., [0, 2]]
+    return features.inverse_rotate_xz(root_yaw[:, None], (points - root_pos[:, None])[..., [0, 2]])
 
 
-def dirs_to_root_frame(dirs, root_rot) -> np.ndarray:
-    return quat_inv_mul_vec(root_rot[:, None], dirs)[..., [0, 2]]
+def dirs_to_root_frame(dirs, root_yaw) -> np.ndarray:
+    return features.inverse_rotate_xz(root_yaw[:, None], dirs[..., [0, 2]])
 
 
-def from_root_frame_xz(points_xz, root_pos, root_rot) -> np.ndarray:
+def from_root_frame_xz(points_xz, root_pos, root_yaw) -> np.ndarray:
     """Root-frame (x, z) [B, N, 2] -> world points [B, N, 3] on the ground."""
-    local = np.stack([points_xz[..., 0], np.zeros_like(points_xz[..., 0]), points_xz[..., 1]], axis=-1)
-    return quat_mul_vec(root_rot[:, None], local) + root_pos[:, None]
+    return _xz_to_xyz(features.rotate_xz(root_yaw[:, None], points_xz)) + root_pos[:, None]
+
+
+def _xz_to_xyz(xz: np.ndarray) -> np.ndarray:
+    return np.stack([xz[..., 0], np.zeros_like(xz[..., 0]), xz[..., 1]], axis=-1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,6 +340,7 @@ class Network:
         norm = {name: value.detach().to(self.device, torch.float32) for name, value in checkpoint.norm.items()}
         self.norm = norm
         self.norm_np = {name: value.cpu().numpy() for name, value in norm.items()}
+        self.constant_inputs = self.norm_np["x_std"] <= CONSTANT_FEATURE_STD
         self.x_layout, self.y_layout = checkpoint.layout
         skeleton = checkpoint.meta["skeleton"]
         self.skeleton = skeleton
@@ -324,6 +351,7 @@ class Network:
         self.contact_joints = list(skeleton.get("contact_joints") or contacts_module.contact_joint_order(
             contacts_module.foot_joints(self.names, self.parents)))
         self.legs = leg_chains(self.names, self.parents)
+        self.chain = chain_matrix(self.parents, self.anchor)
         self.stride = checkpoint.meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
         self.sim_fps = float(features.SIM_FPS)
         offsets = np.asarray(features.TRAJ_OFFSETS)
@@ -342,6 +370,7 @@ class Network:
     @torch.no_grad()
     def predict(self, x: np.ndarray, phase: np.ndarray) -> np.ndarray:
         """Raw (unnormalised) x [B, nx] and phase [B] -> raw y [B, ny] as float64 numpy."""
+        x = np.where(self.constant_inputs, self.norm_np["x_mean"], x)
         if self.path == "numpy":
             n = self.norm_np
             y = self.numpy_model((x - n["x_mean"]) / n["x_std"], phase)
@@ -395,7 +424,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -
     joint_vel = np.broadcast_to(mean_vel, (batch,) + mean_vel.shape).copy()
     mean_rot6 = network.y_layout.unpack(network.norm_np["y_mean"].astype(float))["joint_rot"]
     world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(np.broadcast_to(mean_rot6, (batch,) + mean_rot6.shape))))
-    anchor_world = quat_mul_vec(root_rot, joint_pos[:, network.anchor]) + root_pos
+    anchor_world = yaw_rotate(yaw, joint_pos[:, network.anchor]) + root_pos
     world_pos, world_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
                                                      network.anchor, above_anchor_rot=root_rot)
     facing = facing_from_yaw(yaw)
@@ -429,31 +458,27 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -
 # The tick
 
 
-def _xz_to_xyz(xz: np.ndarray) -> np.ndarray:
-    return np.stack([xz[..., 0], np.zeros_like(xz[..., 0]), xz[..., 1]], axis=-1)
-
-
 def _normalized_or(dirs: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     length = np.linalg.norm(dirs, axis=-1, keepdims=True)
     return np.where(length > 1e-6, dirs / np.maximum(length, 1e-12), fallback)
 
 
 def apply_foot_locks(positions, rotations, locks: FootLocks, network: Network, root_rot) -> tuple[np.ndarray, np.ndarray]:
-    """Two-bone IK of each leg toward its pins (weighted); the foot turns so a pinned toe stays put."""
+    """Two-bone IK of both legs at once toward their pins (weighted); the foot turns so a pinned toe
+    stays put. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
     rotations = rotations.copy()
-    forward = facing_from_yaw(quat_to_yaw(root_rot))
-    for side, (hip, knee, ankle, toe) in enumerate(network.legs):
-        ankle_slot, toe_slot = 2 * side, 2 * side + 1
-        ankle_target, toe_aim = foot_targets(positions[:, ankle], positions[:, toe],
-                                             locks.target[:, ankle_slot], locks.target[:, toe_slot],
-                                             locks.weight[:, ankle_slot], locks.weight[:, toe_slot])
-        leg = two_bone_ik(positions[:, hip], positions[:, knee], positions[:, ankle],
-                          rotations[:, hip], rotations[:, knee], ankle_target, forward)
-        rotations[:, hip], rotations[:, knee] = leg.hip_rot, leg.knee_rot
-        toe_now = leg.ankle_pos + quat_mul_vec(rotations[:, ankle], network.offsets[toe])
-        rotations[:, ankle] = foot_rotation_toward(rotations[:, ankle], leg.ankle_pos, toe_now, toe_aim, 1.0)
+    hips, knees, ankles, toes = (list(joints) for joints in zip(*network.legs))
+    forward = facing_from_yaw(quat_to_yaw(root_rot))[:, None]
+    ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes],
+                                         locks.target[:, 0::2], locks.target[:, 1::2],
+                                         locks.weight[:, 0::2], locks.weight[:, 1::2])
+    legs = two_bone_ik(positions[:, hips], positions[:, knees], positions[:, ankles],
+                       rotations[:, hips], rotations[:, knees], ankle_target, forward)
+    rotations[:, hips], rotations[:, knees] = legs.hip_rot, legs.knee_rot
+    toe_now = legs.ankle_pos + quat_mul_vec(rotations[:, ankles], network.offsets[toes])
+    rotations[:, ankles] = foot_rotation_toward(rotations[:, ankles], legs.ankle_pos, toe_now, toe_aim, 1.0)
     return forward_kinematics_global(rotations, positions[:, network.anchor], network.offsets,
-                                     network.parents, network.anchor)
+                                     network.parents, network.anchor, chain=network.chain)
 
 
 def step(state: CharacterState, command: Command | Sequence[Command], settings: RuntimeSettings, dt: float,
@@ -505,7 +530,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     traj_gait = np.concatenate([state.traj_past_gait[:, past_rows], current_gait[:, None],
                                 future_gait[:, future_rows]], axis=1)
     x = network.x_layout.pack({
-        "traj_pos": to_root_frame(traj_pos, root_pos, root_rot), "traj_dir": dirs_to_root_frame(traj_dir, root_rot),
+        "traj_pos": to_root_frame(traj_pos, root_pos, root_yaw), "traj_dir": dirs_to_root_frame(traj_dir, root_yaw),
         "traj_gait": traj_gait, "joint_pos": state.joint_pos, "joint_vel": state.joint_vel,
     }, dtype=np.float64)
     infer_start = time.perf_counter()
@@ -516,14 +541,14 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     # 4. Pose: root frame -> world; the fed-back positions optionally blend in the extrapolated previous pose.
     predicted_pos = out["joint_pos"]
     if settings.pose_smoothing > 0.0:
-        previous_world = (quat_mul_vec(state.pose_root_rot[:, None], state.joint_pos + state.joint_vel * dt)
+        previous_world = (yaw_rotate(quat_to_yaw(state.pose_root_rot), state.joint_pos + state.joint_vel * dt)
                           + state.pose_root_pos[:, None])
-        extrapolated = quat_inv_mul_vec(root_rot[:, None], previous_world - root_pos[:, None])
+        extrapolated = yaw_rotate(-root_yaw, previous_world - root_pos[:, None])
         predicted_pos = predicted_pos + settings.pose_smoothing * (extrapolated - predicted_pos)
     world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(out["joint_rot"])))
-    anchor_world = quat_mul_vec(root_rot, predicted_pos[:, network.anchor]) + root_pos
+    anchor_world = yaw_rotate(root_yaw, predicted_pos[:, network.anchor]) + root_pos
     pose_pos, pose_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
-                                                   network.anchor, above_anchor_rot=root_rot)
+                                                   network.anchor, above_anchor_rot=root_rot, chain=network.chain)
 
     # 5. Foot locking: pin planted feet, reach the pins with leg IK.
     contacts_now = np.clip(out["contacts"], 0.0, 1.0)
@@ -560,8 +585,8 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     else:
         phase = advance_phase_by_speed(state.phase, np.linalg.norm(root_vel, axis=-1), network.stride, dt)
     new_facing = facing_from_yaw(new_yaw)
-    net_future_pos = from_root_frame_xz(out["future_pos"], root_pos, root_rot)
-    net_future_dir = _normalized_or(quat_mul_vec(root_rot[:, None], _xz_to_xyz(out["future_dir"])), command_dir)
+    net_future_pos = from_root_frame_xz(out["future_pos"], root_pos, root_yaw)
+    net_future_dir = _normalized_or(_xz_to_xyz(features.rotate_xz(root_yaw[:, None], out["future_dir"])), command_dir)
 
     return dataclasses.replace(
         state,
