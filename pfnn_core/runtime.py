@@ -29,7 +29,7 @@ import torch
 
 from pfnn_core import contacts as contacts_module
 from pfnn_core import features
-from pfnn_core.controller import Command
+from pfnn_core.controller import Command, stand_command
 from pfnn_core.ik import FootLocks, foot_rotation_toward, foot_targets, two_bone_ik, update_foot_locks
 from pfnn_core.phase import stride_length_at
 from pfnn_core.quat import (quat_from_6d, quat_from_yaw, quat_inv, quat_mul,
@@ -47,6 +47,7 @@ DRIFT_CAPACITY = 600  # most drift-correction ticks remembered (the settings' ma
 CONSTANT_FEATURE_STD = 1.001e-3
 MIN_STRIDE_LENGTH = 0.05  # m; guards the speed / stride division
 FACING_MIN_SPEED = 1e-3  # m/s; below this a command has no direction to face
+SETTLE_TICKS = 60  # standing ticks run on reset so the first shown pose is the network's own, not the mean pose
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,12 +625,20 @@ class Character:
     """Model + settings + state of B characters: what the viewer and the headless drive hold."""
 
     def __init__(self, checkpoint, settings: RuntimeSettings | None = None, batch: int = 1,
-                 device: str = "auto", path: str = "auto", positions=None, yaws=None):
+                 device: str = "auto", path: str = "auto", positions=None, yaws=None,
+                 settle_ticks: int = SETTLE_TICKS):
         self.network = Network(checkpoint, device=device, path=path)
         self.settings = settings if settings is not None else RuntimeSettings.from_checkpoint_meta(checkpoint.meta)
         self.batch = batch
-        self.state = initial_state(self.network, batch, positions, yaws)
+        self.settle_ticks = settle_ticks
+        self.state = self._settled(initial_state(self.network, batch, positions, yaws))
         self.previous_state = self.state
+
+    def _settled(self, state: CharacterState) -> CharacterState:
+        """Stand for `settle_ticks` (the mean input pose is an average, not a pose the network holds)."""
+        for _ in range(self.settle_ticks):
+            state = step(state, stand_command(), self.settings, 1.0 / self.network.sim_fps, self.network)
+        return dataclasses.replace(state, ticks=0, drift_count=0, drift_history=np.zeros_like(state.drift_history))
 
     @property
     def skeleton(self) -> dict:
@@ -641,7 +650,7 @@ class Character:
         return self.state
 
     def reset(self, positions=None, yaws=None) -> CharacterState:
-        self.state = initial_state(self.network, self.batch, positions, yaws)
+        self.state = self._settled(initial_state(self.network, self.batch, positions, yaws))
         self.previous_state = self.state
         return self.state
 
