@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from pfnn_core import metrics
+from pfnn_core.settings import RuntimeSettings
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT_DIR / "assets" / "models" / "default.safetensors"
@@ -306,6 +307,7 @@ class MocapReference:
     skating: float               # m/s, near-ground steps
     skating_weighted: float      # m/s, MANN weighting
     skating_ratio: float         # share
+    contact_speed: float         # m/s, foot joints over the steps their side is labelled in contact
     jerk: float                  # m/s^3, at the clips' own frame rate
     jerk_dt: float               # s, that frame rate's step
     pops_per_minute: float       # frames with a joint turning > 30 deg in one simulation step
@@ -321,9 +323,17 @@ def foot_rows(records: dict, foot_indices, reference: MocapReference) -> list[Ro
     skating, weighted, ratio = _pooled_skating([(r.joint_positions[:, foot_indices], r.dt) for r in moving],
                                                ground, reference.height_band)
     band = f"within {100 * reference.height_band:.1f} cm of the planted height"
+    threshold = RuntimeSettings().contact_threshold
+    on_contact = _pooled_contact_speed([
+        (r.joint_positions[:, foot_indices],
+         _side_contacts(np.stack([r.log["contact_left"] > threshold] * 2 + [r.log["contact_right"] > threshold] * 2,
+                                 axis=-1)), r.dt) for r in moving])
     return [
         Row("foot penetration (deepest)", 100.0 * penetration, "cm", None, f"<= {100 * MAX_PENETRATION:.0f} cm",
             _at_most(penetration, MAX_PENETRATION)),
+        Row("foot speed on contact frames", 100.0 * on_contact, "cm/s", 100.0 * reference.contact_speed, "<= mocap",
+            _at_most(on_contact, reference.contact_speed),
+            f"foot locking on; the network's contact > {threshold:g} against the mocap's labels"),
         Row("foot skating (near-ground speed)", 100.0 * skating, "cm/s", 100.0 * reference.skating, "<= mocap",
             _at_most(skating, reference.skating), f"all drives but idle; {band}"),
         Row("foot skating (MANN-weighted)", 100.0 * weighted, "cm/s", 100.0 * reference.skating_weighted,
@@ -507,7 +517,7 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
     (on the bundled walks: ~100 m/s^3 at 30 Hz, ~570 m/s^3 after resampling); the drives' jerk is
     measured at the same rate (every other frame of a 60 Hz drive).
     """
-    from pfnn_core import bvh, features, kinematics
+    from pfnn_core import bvh, contacts, features, kinematics
 
     feet_60, clips = [], []
     jerk_sum = jerk_count = popped_steps = steps_60 = 0.0
@@ -532,10 +542,32 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
         raise ValueError("no locomotion clips among the reference BVH files")
     ground = metrics.ground_heights_from_motion(np.concatenate([feet for feet, _ in feet_60]))
     skating = _pooled_skating([(feet, dt) for feet, dt in feet_60], ground, height_band)
+    labelled = [(feet, _side_contacts(contacts.foot_contacts(feet, dt, ground_heights=ground)), dt)
+                for feet, dt in feet_60]
     return MocapReference(ground_heights=ground, height_band=height_band, skating=skating[0],
-                          skating_weighted=skating[1], skating_ratio=skating[2], jerk=jerk_sum / jerk_count,
+                          skating_weighted=skating[1], skating_ratio=skating[2],
+                          contact_speed=_pooled_contact_speed(labelled), jerk=jerk_sum / jerk_count,
                           jerk_dt=jerk_dt, pops_per_minute=popped_steps / (steps_60 / features.SIM_FPS / 60.0),
                           clips=clips)
+
+
+def _side_contacts(joint_contacts) -> np.ndarray:
+    """[T, 4] per-joint contacts (Foot_L, Toes_L, Foot_R, Toes_R) -> [T, 4] where each joint carries its
+    side's contact (foot OR toe), the form the drive log has (contact_left, contact_right)."""
+    left = joint_contacts[:, 0] | joint_contacts[:, 1]
+    right = joint_contacts[:, 2] | joint_contacts[:, 3]
+    return np.stack([left, left, right, right], axis=-1)
+
+
+def _pooled_contact_speed(feet_contacts_dt) -> float:
+    """Foot speed on contact steps pooled over motions: [(feet [T, 4, 3], contacts [T, 4], dt)]."""
+    total = count = 0.0
+    for feet, contact, dt in feet_contacts_dt:
+        steps = float((contact[1:] & contact[:-1]).sum())
+        if steps:
+            total += float(metrics.contact_foot_speed(feet, contact, dt)) * steps
+            count += steps
+    return total / count if count else math.nan
 
 
 def _pooled_skating(feet_and_dt, ground, height_band) -> tuple[float, float, float]:

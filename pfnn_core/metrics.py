@@ -128,6 +128,21 @@ def skating_ratio(foot_positions, dt, ground_heights, height_band=DEFAULT_HEIGHT
         return sliding.sum(axis=(-2, -1)) / near.sum(axis=(-2, -1))
 
 
+def contact_foot_speed(foot_positions, contacts, dt):
+    """Mean horizontal speed (m/s) [...] of foot joints over the steps they are in contact.
+
+    foot_positions [..., T, K, 3]; contacts [..., T, K] bool (labels, or a contact output above its
+    threshold); a step counts when the joint is in contact at both of its frames. nan when none is.
+    This is the skating that foot locking should remove: a pinned foot does not move.
+    """
+    foot_positions = np.asarray(foot_positions, dtype=np.float64)
+    contacts = np.asarray(contacts, dtype=bool)
+    speed = np.linalg.norm(np.diff(foot_positions[..., [0, 2]], axis=-3), axis=-1) / dt
+    both = contacts[..., 1:, :] & contacts[..., :-1, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(both, speed, 0.0).sum(axis=(-2, -1)) / both.sum(axis=(-2, -1))
+
+
 def foot_penetration(foot_positions, ground_heights):
     """Deepest sinking [...] (m, >= 0) of any foot joint below its planted height over all frames.
 

@@ -134,6 +134,7 @@ def test_mocap_reference_on_bundled_clips(bvh_dir):
     assert reference.jerk_dt == pytest.approx(1 / 30, rel=1e-3)
     assert 0 < reference.skating_weighted < reference.skating < 2.0
     assert 0 < reference.skating_ratio < 1
+    assert 0 < reference.contact_speed < 0.2 * reference.skating  # labelled contacts are slow by definition
     assert 50 < reference.jerk < 1000
     assert 0 <= reference.pops_per_minute < 10  # real motion hardly ever turns a joint 30 deg in 1/60 s
 
@@ -220,7 +221,7 @@ def test_quick_run_numbers_are_finite(quick_run):
     results = json.loads((out / "results.json").read_text())
     measures = {row["measure"] for row in results["rows"]}
     for expected in ("non-finite values (all drives)", "foot penetration (deepest)",
-                     "foot skating (near-ground speed)", "joint jerk (mean)", "phase consistency (worst clip)",
+                     "foot skating (near-ground speed)", "foot speed on contact frames", "joint jerk (mean)", "phase consistency (worst clip)",
                      "walk from standing: time to 90% of the speed change", "turn 90 deg: overshoot",
                      "strafe: facing error", "pose pops per minute", "tick time (mean)"):
         assert expected in measures

@@ -76,6 +76,15 @@ def test_skating_ratio_counts_fast_slides_independently_of_rate():
     assert at_30 == pytest.approx(29 / 59)
 
 
+def test_contact_foot_speed_counts_steps_in_contact_at_both_ends():
+    x = np.stack([np.arange(5) * 0.01, np.arange(5) * 0.02], axis=-1)  # 0.6 and 1.2 m/s at 60 Hz
+    feet = feet_track(x, np.zeros((5, 2)))
+    contacts = np.array([[1, 0], [1, 1], [1, 1], [0, 1], [0, 0]], dtype=bool)
+    # joint 0: steps 0-1, 1-2 (0.6 m/s each); joint 1: steps 1-2, 2-3 (1.2 m/s each).
+    assert metrics.contact_foot_speed(feet, contacts, DT) == pytest.approx((2 * 0.6 + 2 * 1.2) / 4)
+    assert np.isnan(metrics.contact_foot_speed(feet, np.zeros((5, 2), bool), DT))
+
+
 def test_foot_penetration_is_depth_below_planted_height():
     ground = np.array([0.04, 0.12])
     height = np.tile(ground, (10, 1))
