@@ -316,9 +316,10 @@ class Viewer:
             self.training_job = None
             if result is not None and getattr(result, "out_path", None):
                 train.result_path = str(result.out_path)
-                train.status = (f"done: {result.epochs_completed} epochs, best validation loss "
+                ending = "stopped" if getattr(result, "stopped", False) else "done"
+                train.status = (f"{ending}: {result.epochs_completed} epochs, best validation loss "
                                 f"{result.best_val_loss:.4f} -> {result.out_path}")
-                if train.auto_swap:
+                if train.auto_swap and ending == "done":
                     self.load_model(train.result_path)
 
     def start_recording(self) -> None:

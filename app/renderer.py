@@ -174,20 +174,23 @@ class Renderer:
                          for name in ("sky", "ground", "shadow", "mesh", "lines", "points")}
         self._styles = {}
         quad = ctx.buffer(np.array([[-1, -1], [1, -1], [-1, 1], [1, 1]], np.float32).tobytes())
-        self._sky_vao = ctx.vertex_array(self.programs["sky"], [(quad, "2f", "in_position")])
+        rows = np.linspace(-1.0, 1.0, 33, dtype=np.float32)
+        sky_strip = np.stack([np.tile([-1.0, 1.0], len(rows)), np.repeat(rows, 2)], axis=-1).astype(np.float32)
+        self._sky_vao = ctx.vertex_array(self.programs["sky"], [(ctx.buffer(sky_strip.tobytes()), "2f", "in_position")])
         ground_vertices, ground_indices = ground_grid(80.0, 24)
         self._ground_vao = ctx.vertex_array(self.programs["ground"], [(ctx.buffer(ground_vertices.tobytes()), "2f", "in_position")],
                                             ctx.buffer(ground_indices.tobytes()))
-        vertices, indices = capsule_mesh()
-        self._mesh_vbo = ctx.buffer(vertices.tobytes())
-        self._mesh_ibo = ctx.buffer(indices.tobytes())
+        # full detail for the followed character, a coarser capsule for the rest of a crowd
+        meshes = {detail: tuple(ctx.buffer(array.tobytes()) for array in capsule_mesh(*shape))
+                  for detail, shape in (("high", (12, 4)), ("low", (8, 2)))}
         self._corner_quad = quad
         line_corners = ctx.buffer(np.array([[0, -1], [1, -1], [0, 1], [1, 1]], np.float32).tobytes())
 
-        def mesh_vao(instances):
-            return ctx.vertex_array(self.programs["mesh"], [
-                (self._mesh_vbo, "3f 3f 1f", "in_position", "in_normal", "in_end"),
-                (instances, "3f 3f 1f 3f/i", "in_a", "in_b", "in_radius", "in_colour")], self._mesh_ibo)
+        def mesh_vao_factory(detail):
+            vertices, indices = meshes[detail]
+            return lambda instances: ctx.vertex_array(self.programs["mesh"], [
+                (vertices, "3f 3f 1f", "in_position", "in_normal", "in_end"),
+                (instances, "3f 3f 1f 3f/i", "in_a", "in_b", "in_radius", "in_colour")], indices)
 
         def shadow_vao(instances):
             return ctx.vertex_array(self.programs["shadow"], [
@@ -201,17 +204,25 @@ class Renderer:
             return ctx.vertex_array(self.programs["points"], [
                 (quad, "2f", "in_corner"), (instances, "3f 4f 1f/i", "in_centre", "in_colour", "in_size")])
 
-        self._meshes = _InstanceStream(ctx, mesh_vao, 10 * 4)
+        self._meshes = {detail: _InstanceStream(ctx, mesh_vao_factory(detail), 10 * 4) for detail in meshes}
         self._shadows = _InstanceStream(ctx, shadow_vao, 4 * 4)
         self._lines = []  # one stream per line batch (each batch has its own width)
         self._lines_factory = lambda: _InstanceStream(ctx, lines_vao, 10 * 4)
         self._points = _InstanceStream(ctx, points_vao, 8 * 4)
 
     def style_for(self, frame: SceneFrame) -> SkeletonStyle:
-        key = (tuple(np.asarray(frame.parents).tolist()), tuple(frame.names) if frame.names else None)
+        key = (np.asarray(frame.parents).tobytes(), tuple(frame.names) if frame.names else None)
         if key not in self._styles:
             self._styles[key] = skeleton_style(frame.parents, frame.names, self.palette)
         return self._styles[key]
+
+    def _pose_groups(self, frames: list[SceneFrame]):
+        """(style, joint positions [B, J, 3]) per skeleton, so a crowd is built in one vectorised pass."""
+        groups = {}
+        for frame in frames:
+            style = self.style_for(frame)
+            groups.setdefault(id(style), (style, []))[1].append(frame.joint_pos)
+        return [(style, np.asarray(poses, np.float32)) for style, poses in groups.values()]
 
     def _set_common(self, program, camera: OrbitCamera, proj, view, size):
         values = {"m_proj": gl_bytes(proj), "m_view": gl_bytes(view), "m_model": gl_bytes(np.eye(4)),
@@ -226,15 +237,26 @@ class Renderer:
     def character_instances(self, frames: list[SceneFrame]) -> np.ndarray:
         """[N, 10] capsule/sphere instances (a, b, radius, colour) of all characters."""
         chunks = []
-        for frame in frames:
-            style = self.style_for(frame)
-            positions = np.asarray(frame.joint_pos, np.float32)
-            bones = np.concatenate([positions[style.bones[:, 1]], positions[style.bones[:, 0]],
-                                    style.bone_radius[:, None], style.bone_colour], axis=1)
-            joint_pos = positions[style.joints]
-            spheres = np.concatenate([joint_pos, joint_pos, style.joint_radius[:, None], style.joint_colour], axis=1)
-            chunks += [bones, spheres]
+        for style, poses in self._pose_groups(frames):
+            count = len(poses)
+
+            def constant(values):
+                return np.broadcast_to(values, (count,) + values.shape)
+
+            bones = np.concatenate([poses[:, style.bones[:, 1]], poses[:, style.bones[:, 0]],
+                                    constant(style.bone_radius[:, None]), constant(style.bone_colour)], axis=-1)
+            joints = poses[:, style.joints]
+            spheres = np.concatenate([joints, joints, constant(style.joint_radius[:, None]),
+                                      constant(style.joint_colour)], axis=-1)
+            chunks += [bones.reshape(-1, 10), spheres.reshape(-1, 10)]
         return np.concatenate(chunks) if chunks else np.zeros((0, 10), np.float32)
+
+    def shadow_instances(self, frames: list[SceneFrame]) -> np.ndarray:
+        """[N, 4] blob shadows (joint position, radius)."""
+        chunks = [np.concatenate([poses[:, style.joints],
+                                  np.broadcast_to(style.joint_radius[:, None], (len(poses), len(style.joints), 1))],
+                                 axis=-1).reshape(-1, 4) for style, poses in self._pose_groups(frames)]
+        return np.concatenate(chunks) if chunks else np.zeros((0, 4), np.float32)
 
     def render(self, frames: list[SceneFrame], overlays: OverlayGeometry, camera: OrbitCamera,
                size: tuple[int, int]) -> None:
@@ -269,9 +291,7 @@ class Renderer:
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         ctx.depth_mask = False
-        shadow_data = [np.concatenate([np.asarray(f.joint_pos, np.float32)[self.style_for(f).joints],
-                                       self.style_for(f).joint_radius[:, None]], axis=1) for f in frames]
-        count = self._shadows.upload(np.concatenate(shadow_data) if shadow_data else np.zeros((0, 4)))
+        count = self._shadows.upload(self.shadow_instances(frames))
         if count:
             self._set_common(self.programs["shadow"], camera, proj, view, (width, height))
             self._shadows.vao.render(moderngl.TRIANGLE_STRIP, instances=count)
@@ -279,14 +299,15 @@ class Renderer:
         ctx.disable(moderngl.BLEND)
         ctx.enable(moderngl.DEPTH_TEST)
 
-        count = self._meshes.upload(self.character_instances(frames))
-        if count:
-            mesh = self.programs["mesh"]
-            self._set_common(mesh, camera, proj, view, (width, height))
-            light = np.array([0.45, 0.85, 0.35])
-            mesh["u_light_dir"].value = tuple(light / np.linalg.norm(light))
-            mesh["u_sky"].value, mesh["u_ground"].value = palette.light_sky, palette.light_ground
-            self._meshes.vao.render(moderngl.TRIANGLES, instances=count)
+        mesh = self.programs["mesh"]
+        self._set_common(mesh, camera, proj, view, (width, height))
+        light = np.array([0.45, 0.85, 0.35])
+        mesh["u_light_dir"].value = tuple(light / np.linalg.norm(light))
+        mesh["u_sky"].value, mesh["u_ground"].value = palette.light_sky, palette.light_ground
+        for detail, group in (("high", frames[:1]), ("low", frames[1:])):
+            count = self._meshes[detail].upload(self.character_instances(group))
+            if count:
+                self._meshes[detail].vao.render(moderngl.TRIANGLES, instances=count)
 
         self._render_overlays(overlays, camera, proj, view, (width, height))
         if target is not ctx.screen:

@@ -91,11 +91,18 @@ def _yaw_dir(root_rot: np.ndarray) -> np.ndarray:
 
 
 def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: np.ndarray | None,
-                       names: tuple | None = None) -> SceneFrame:
-    """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied)."""
+                       names: tuple | None = None, pose_only: bool = False) -> SceneFrame:
+    """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied). `pose_only`
+    leaves out the overlay data (crowd members other than the followed one)."""
+    overlay_fields = {"contacts", "lock_target", "lock_weight", "traj_past_pos", "traj_past_dir",
+                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir",
+                      "world_joint_rot"}
+
     def pick(name):
         value = getattr(state, name, None)
-        return None if value is None else np.array(value[index], np.float64)
+        if value is None or (pose_only and name in overlay_fields):
+            return None
+        return np.array(value[index], np.float64)
 
     return SceneFrame(
         joint_pos=pick("world_joint_pos"),
