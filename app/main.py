@@ -113,6 +113,7 @@ class Viewer:
         apply_style()
         self.imgui_renderer = pyglet_backend.create_renderer(self.window)
         self.script, self.sim_time, self.frame_count = None, 0.0, 0
+        self.strafe_facing = None
         self.live_source, self.source = None, None
         self.training_job, self.recorder = None, None
         self.closed = False
@@ -202,7 +203,13 @@ class Viewer:
 
             return command_for(self.script.segment_at(self.sim_time), settings)
         frame = self.devices.frame(settings.stick_deadzone)
-        return command_from_stick(frame.move, frame.run, frame.strafe, self.camera.view_yaw(), settings)
+        # strafing keeps the facing the character had when the strafe button went down
+        if not frame.strafe:
+            self.strafe_facing = None
+        elif self.strafe_facing is None:
+            self.strafe_facing = self.cur_frames[0].root_dir[[0, 2]].copy()
+        return command_from_stick(frame.move, frame.run, frame.strafe, self.camera.view_yaw(), settings,
+                                  facing=self.strafe_facing)
 
     def on_key_press(self, symbol, modifiers):
         from imgui_bundle import imgui

@@ -7,6 +7,7 @@ failure there is written back into the state (e.g. `state.model.error`) and show
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from imgui_bundle import imgui, implot
@@ -103,8 +104,19 @@ class ViewerState:
         return taken
 
 
+def load_font(size_px: float = 15.0) -> None:
+    """Roboto from imgui-bundle's assets as the default font (ImGui's built-in bitmap font otherwise).
+    Call before the first frame."""
+    import imgui_bundle
+
+    path = Path(imgui_bundle.__file__).parent / "assets" / "fonts" / "Roboto" / "Roboto-Regular.ttf"
+    if path.is_file():
+        imgui.get_io().fonts.add_font_from_file_ttf(str(path), size_px)
+
+
 def apply_style() -> None:
     """A calm dark theme with rounded corners and a blue accent."""
+    load_font()
     imgui.style_colors_dark()
     style = imgui.get_style()
     style.window_rounding, style.frame_rounding, style.grab_rounding = 8.0, 5.0, 5.0

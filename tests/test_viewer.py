@@ -351,6 +351,20 @@ def test_injected_keys_move_the_character_relative_to_the_camera(live, symbol_na
     assert np.dot(moved / np.linalg.norm(moved), direction) > 0.9
 
 
+def test_strafing_keeps_the_facing_held_when_the_key_went_down(live):
+    from pyglet.window import key
+
+    facing = live.cur_frames[0].root_dir[[0, 2]].copy()
+    live.on_key_press(key.E, 0)
+    live.on_key_press(key.D, 0)
+    command = live.current_command()
+    live.on_key_release(key.D, 0)
+    live.on_key_release(key.E, 0)
+    assert command.strafe and np.allclose(command.facing, facing / np.linalg.norm(facing))
+    assert command.speed > 0
+    assert not live.current_command().strafe and live.strafe_facing is None
+
+
 def test_tune_values_set_in_the_panel_state_reach_the_runtime(live):
     live.state.settings.beta = 3.0
     live.state.settings.drift_window = 12
