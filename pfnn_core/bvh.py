@@ -27,7 +27,7 @@ _CANONICAL_CHANNEL = {name.lower(): name for name in CHANNEL_NAMES}
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 # Length units a BVH skeleton is commonly written in, as metres per file unit.
 _UNIT_SCALES = {"m": 1.0, "cm": 0.01, "in": 0.0254, "mm": 0.001}
-_TYPICAL_HEIGHT_M = 1.7
+_TYPICAL_SPAN_M = 2.0  # hand-to-foot path along the bones of an adult, metres
 _MAX_HEADER_LINES = 64
 _HEADER_TOKEN = re.compile(r"[{}]|[^\s{}]+")
 _MOTION_KEYWORD = re.compile(rb"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE | re.IGNORECASE)
@@ -436,7 +436,7 @@ def _build_motion(skeleton: dict, values: np.ndarray, frame_time: float, scale, 
         rotations[:, joints] = q
 
     if scale is None:
-        scale = detect_scale(rotations[:1], offsets[None], parents, skeleton["end_sites"])
+        scale = detect_scale(offsets, parents, skeleton["end_sites"])
     scale = float(scale)
     if not (math.isfinite(scale) and scale > 0.0):
         raise BVHError(f"{path_name}: scale must be a positive number, got {scale}")
@@ -446,33 +446,39 @@ def _build_motion(skeleton: dict, values: np.ndarray, frame_time: float, scale, 
                   scale=scale, source=path_name)
 
 
-def detect_scale(rotations: np.ndarray, positions: np.ndarray, parents: np.ndarray, end_sites: dict) -> float:
-    """Metres per file unit, guessed from the size of the first pose (a person is about 1.7 m tall).
+def detect_scale(offsets: np.ndarray, parents: np.ndarray, end_sites: dict) -> float:
+    """Metres per file unit, guessed from the skeleton's size alone (never from a pose).
 
-    Pass the first frame's rotations with the skeleton OFFSETS as translations: position channels
-    often carry a world translation (root at the origin, hips metres away) that is not body size.
-    The size is the largest extent of that pose's bounding box (joints and End Sites), the height for
-    a standing figure whatever the up axis; the unit whose conversion lands closest to a typical
-    height (in log scale) wins. A degenerate skeleton keeps file units.
+    The size is the longest path along the bones between two extremities (End Sites included): for a
+    person that is hand to foot, about 2 m whatever the pose in the file or the up axis (a first frame
+    that happens to be folded or lying down cannot fool it). The unit whose conversion lands closest to
+    that length in log scale wins; cm, inches and metres are a factor 2.5 or more apart, so the
+    guess tolerates proportions well away from typical. A degenerate skeleton keeps file units.
     """
-    # One pose only: 3x3 matrices in a plain loop beat the batched path's per-call overhead here.
-    local_matrices = quat_to_matrix(rotations[0])
-    global_matrices = np.empty_like(local_matrices)
-    global_pos = np.empty((len(parents), 3))
+    parents = np.asarray(parents)
+    count = len(parents)
+    lengths = np.linalg.norm(np.asarray(offsets, dtype=float), axis=-1)
+    depth = np.zeros(count)                       # path length from the root along the bones
     for j, parent in enumerate(parents.tolist()):
-        if parent < 0:
-            global_matrices[j] = local_matrices[j]
-            global_pos[j] = positions[0, j]
-        else:
-            global_matrices[j] = global_matrices[parent] @ local_matrices[j]
-            global_pos[j] = global_pos[parent] + global_matrices[parent] @ positions[0, j]
-    points = [global_pos]
-    if end_sites:
-        sites = list(end_sites.keys())
-        site_offsets = np.array(list(end_sites.values()))
-        points.append(global_pos[sites] + np.einsum("sij,sj->si", global_matrices[sites], site_offsets))
-    points = np.concatenate(points, axis=0)
-    extent = float(np.max(points.max(axis=0) - points.min(axis=0)))
-    if not (math.isfinite(extent) and extent > 0.0):
+        if parent >= 0:
+            depth[j] = depth[parent] + lengths[j]
+    tips = [(j, depth[j]) for j in range(count) if j not in set(parents.tolist())]
+    tips += [(j, depth[j] + float(np.linalg.norm(site))) for j, site in end_sites.items()]
+
+    def ancestors(j):
+        chain = []
+        while j >= 0:
+            chain.append(j)
+            j = int(parents[j])
+        return chain
+
+    chains = {j: ancestors(j) for j, _ in tips}
+    longest = 0.0
+    for a, (ja, da) in enumerate(tips):
+        on_path = set(chains[ja])
+        for jb, db in tips[a + 1:]:
+            common = next(k for k in chains[jb] + [-1] if k in on_path or k < 0)
+            longest = max(longest, da + db - 2.0 * (depth[common] if common >= 0 else 0.0))
+    if not (math.isfinite(longest) and longest > 0.0):
         return 1.0
-    return min(_UNIT_SCALES.values(), key=lambda s: abs(math.log(extent * s / _TYPICAL_HEIGHT_M)))
+    return min(_UNIT_SCALES.values(), key=lambda s: abs(math.log(longest * s / _TYPICAL_SPAN_M)))

@@ -232,3 +232,16 @@ def test_latin1_joint_name_is_text(tmp_path):
 def test_missing_file_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         bvh.load(tmp_path / "nope.bvh")
+
+
+def test_scale_detection_ignores_the_pose_of_the_first_frame(tmp_path):
+    """A curled-up first frame (as a generated motion may start) must not change the detected unit."""
+    from pfnn_core.quat import quat_from_angle_axis
+    motion = bvh.load(Path(__file__).resolve().parents[1] / "assets" / "bvh" / "dataset-2_walk_normal_001.bvh")
+    rng = np.random.default_rng(0)
+    axes = rng.normal(size=(motion.num_joints, 3))
+    axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
+    motion.rotations[0] = quat_from_angle_axis(np.full(motion.num_joints, 2.5), axes)
+    path = tmp_path / "curled.bvh"
+    bvh.save(motion, path)
+    assert bvh.load(path).scale == pytest.approx(0.01)
