@@ -39,7 +39,7 @@ class RuntimeSettings:
                                  "Ticks over which the mean velocity/yaw-rate error to the command is removed; 0 = off.",
                                  min=0, max=600, step=1)
     # Halflife (s) of the critically damped spring that moves the commanded velocity toward the stick.
-    traj_halflife_pos: float = _tunable(0.27, "Trajectory halflife: position (s)",
+    traj_halflife_pos: float = _tunable(0.2, "Trajectory halflife: position (s)",
                                         "Time for the commanded velocity to close half the gap to the stick.",
                                         min=0.02, max=2.0, step=0.01)
     # Halflife (s) of the spring that turns the commanded facing toward the desired facing.
