@@ -131,6 +131,11 @@ class Viewer:
             self.load_model(model_path)
         if self.source is None:
             self.source = self.live_source
+            # no network: point the Playback section at a bundled clip instead
+            bundled = sorted((DEFAULT_MODEL.parent.parent / "bvh").glob("*walk*.bvh"))
+            if bundled and not self.state.playback.path:
+                self.state.playback.path = str(bundled[0])
+            self.state.open_sections = tuple(self.state.open_sections) + ("Playback",)
         if bvh_path:
             self.open_bvh(bvh_path)
         self._sync_source_label()
