@@ -338,6 +338,8 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
 
     torch.manual_seed(config.seed)
     meta_base_data = _data_summary(data)
+    # The held-out clips by name, so an evaluation never has to repeat the split to find them.
+    meta_base_data["val_files"] = sorted({data.clip_names[c] for c in np.unique(data.clip[val_rows])})
     model_config = ModelConfig(input_size=data.x.shape[1], output_size=data.y.shape[1],
                                hidden_size=config.hidden_size, phase_function=config.phase_function,
                                num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout)
