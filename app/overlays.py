@@ -158,7 +158,7 @@ def phase_geometry(frame: SceneFrame, radius: float = 0.55) -> OverlayGeometry:
         points=[Points(tip, colour[None], np.array([12.0], np.float32))])
 
 
-def joint_axes_geometry(frame: SceneFrame, length: float = 0.08) -> OverlayGeometry:
+def joint_axes_geometry(frame: SceneFrame, length: float = 0.15) -> OverlayGeometry:
     """Local X/Y/Z axes of every joint (red/green/blue) from its world rotation."""
     if frame.joint_rot is None:
         return OverlayGeometry()

@@ -115,6 +115,19 @@ def test_phase_needle_turns_clockwise_from_the_facing():
     np.testing.assert_allclose(tip[[0, 2]], [-1.0, 0.0], atol=1e-6)
 
 
+def test_joint_axes_follow_the_joint_rotation():
+    from scipy.spatial.transform import Rotation
+
+    from app.overlays import joint_axes_geometry
+
+    rotation = Rotation.from_euler("y", 90, degrees=True)
+    x, y, z, w = rotation.as_quat()
+    frame = _frame(joint_rot=np.tile([w, x, y, z], (4, 1)))
+    lines = joint_axes_geometry(frame, length=1.0).lines[0]
+    axes = (lines.ends - lines.starts).reshape(3, 4, 3)[:, 0]  # local X, Y, Z of the first joint
+    np.testing.assert_allclose(axes, rotation.as_matrix().T, atol=1e-6)  # rows = the rotated unit axes
+
+
 def test_keys_make_a_unit_stick_and_flags():
     from pyglet.window import key
 
