@@ -261,3 +261,26 @@ def test_reset_and_swap_model_keep_the_character_in_place(random_checkpoint):
     character.reset(positions=[[2.0, 3.0]], yaws=[np.pi / 2])
     np.testing.assert_allclose(character.state.root_pos, [[2.0, 0.0, 3.0]])
     np.testing.assert_allclose(character.state.root_rot, quat_from_yaw([np.pi / 2]), atol=1e-12)
+
+
+def test_never_varying_input_features_are_held_at_their_training_value(random_checkpoint):
+    checkpoint = load_checkpoint(random_checkpoint)
+    network = Character(checkpoint, settle_ticks=0, device="cpu", path="numpy").network
+    layout = network.x_layout
+    # The current trajectory sample is always the root itself in the data: std at the floor.
+    current = layout.slice("traj_pos").start + 2 * (len(features.TRAJ_OFFSETS) // 2)
+    assert network.constant_inputs[current] and network.constant_inputs[current + 1]
+    x = np.tile(network.norm_np["x_mean"].astype(float), (2, 1))
+    x[1, network.constant_inputs] += 0.05  # 5 cm off: 50 standard deviations
+    y = network.predict(x, np.array([0.3, 0.3]))
+    np.testing.assert_allclose(y[0], y[1], atol=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_and_cpu_give_the_same_motion(random_checkpoint):
+    states = []
+    for device, path in (("cpu", "numpy"), ("cuda", "torch")):
+        character = Character(load_checkpoint(random_checkpoint, device=device), device=device, path=path)
+        assert character.network.device.type == device
+        states.append(drive(character, command_from_world_move([0.0, 1.0], False, character.settings), 60))
+    np.testing.assert_allclose(states[0].world_joint_pos, states[1].world_joint_pos, atol=1e-3)
