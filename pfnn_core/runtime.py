@@ -276,7 +276,7 @@ class CharacterState:
 
     @property
     def root_yaw(self) -> np.ndarray:
-        return quat_to_yaw(self.root_rot)
+        return yaw_of(self.root_rot)
 
 
 def facing_from_yaw(yaw) -> np.ndarray:
@@ -287,9 +287,14 @@ def facing_from_yaw(yaw) -> np.ndarray:
 def yaw_rotate(yaw, vectors) -> np.ndarray:
     """Rotate 3D vectors [B, ..., 3] about +Y by yaw [B] (cheaper than a quaternion for yaw-only frames)."""
     yaw = np.asarray(yaw, dtype=float).reshape((-1,) + (1,) * (vectors.ndim - 2))
-    rotated = np.array(vectors, dtype=float, copy=True)
-    rotated[..., [0, 2]] = features.rotate_xz(yaw, vectors[..., [0, 2]])
-    return rotated
+    c, s = np.cos(yaw), np.sin(yaw)
+    x, z = vectors[..., 0], vectors[..., 2]
+    return np.stack([c * x + s * z, vectors[..., 1], c * z - s * x], axis=-1)
+
+
+def yaw_of(root_rot) -> np.ndarray:
+    """Yaw of yaw-only quaternions (the root rotations), in (-pi, pi]."""
+    return wrap_angle(2.0 * np.arctan2(root_rot[..., 2], root_rot[..., 0]))
 
 
 def to_root_frame(points, root_pos, root_yaw) -> np.ndarray:
@@ -469,7 +474,7 @@ def apply_foot_locks(positions, rotations, locks: FootLocks, network: Network, r
     stays put. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
     rotations = rotations.copy()
     hips, knees, ankles, toes = (list(joints) for joints in zip(*network.legs))
-    forward = facing_from_yaw(quat_to_yaw(root_rot))[:, None]
+    forward = facing_from_yaw(yaw_of(root_rot))[:, None]
     ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes],
                                          locks.target[:, 0::2], locks.target[:, 1::2],
                                          locks.weight[:, 0::2], locks.weight[:, 1::2])
@@ -489,7 +494,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     batch = state.batch_size
     desired, strafe_facing, strafe = command_arrays(command, batch)
     root_pos, root_rot = state.root_pos, state.root_rot
-    root_yaw = quat_to_yaw(root_rot)
+    root_yaw = yaw_of(root_rot)
     network.set_beta(settings.beta)
 
     # 1. Command springs: the commanded velocity and facing, then their prediction over the future samples.
@@ -542,9 +547,9 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     # 4. Pose: root frame -> world; the fed-back positions optionally blend in the extrapolated previous pose.
     predicted_pos = out["joint_pos"]
     if settings.pose_smoothing > 0.0:
-        previous_world = (yaw_rotate(quat_to_yaw(state.pose_root_rot), state.joint_pos + state.joint_vel * dt)
-                          + state.pose_root_pos[:, None])
-        extrapolated = yaw_rotate(-root_yaw, previous_world - root_pos[:, None])
+        # previous pose + velocity * dt, from its root frame into the current one
+        extrapolated = (yaw_rotate(yaw_of(state.pose_root_rot) - root_yaw, state.joint_pos + state.joint_vel * dt)
+                        + yaw_rotate(-root_yaw, (state.pose_root_pos - root_pos)[:, None]))
         predicted_pos = predicted_pos + settings.pose_smoothing * (extrapolated - predicted_pos)
     world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(out["joint_rot"])))
     anchor_world = yaw_rotate(root_yaw, predicted_pos[:, network.anchor]) + root_pos
