@@ -12,7 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# One BLAS/OpenMP thread unless the user asks otherwise: batch-1 inference gains nothing from more, and
+# their idle workers spin on a small CPU, starving a software rasteriser (measured on 2 cores: inference
+# 13.8 -> 0.7 ms per tick, frame 66 -> 37 ms). Effective when this module is imported before numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "assets" / "models" / "default.safetensors"
 SIM_DT = 1.0 / 60.0

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 os.environ["PYGLET_HEADLESS"] = "true"
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the viewer does (see app/main.py)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
