@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from pfnn_core.controller import Command, stand_command
 from pfnn_core.ik import FootLocks, foot_rotation_toward, foot_targets, two_bone_ik, update_foot_locks
 from pfnn_core.phase import stride_length_at
 from pfnn_core.quat import (quat_from_6d, quat_from_yaw, quat_inv, quat_mul,
-                            quat_mul_vec, quat_normalize, quat_to_yaw)
+                            quat_mul_vec, quat_normalize)
 from pfnn_core.settings import RuntimeSettings
 
 # u solving exp(-u) (1 + u) = 1/2: with decay rate u / halflife a critically damped spring starting
