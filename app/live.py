@@ -4,6 +4,8 @@ settings + batched state), feeds it the command every tick and turns its state i
 Crowd mode runs B characters in one batched tick, placed on a grid, all following the same command.
 """
 
+from pathlib import Path
+
 import numpy as np
 
 from app.scene import SceneFrame, from_runtime_state
@@ -74,7 +76,7 @@ class LiveSource:
     @property
     def label(self) -> str:
         count = self.character.batch
-        return f"Network: {self.path}" + (f"  ({count} characters)" if count > 1 else "")
+        return f"Network: {Path(self.path).name}" + (f"  ({count} characters)" if count > 1 else "")
 
     @property
     def gait(self) -> str | None:

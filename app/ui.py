@@ -136,6 +136,17 @@ def apply_style() -> None:
         style.set_color_(index, imgui.ImVec4(*colour))
 
 
+def display_path(path: str) -> str:
+    """A path as short as it can be said: relative to the working directory when below it."""
+    if not path:
+        return path
+    try:
+        relative = Path(path).resolve().relative_to(Path.cwd().resolve())
+        return str(relative)
+    except (ValueError, OSError):
+        return path
+
+
 def _tooltip(text: str) -> None:
     if text and imgui.is_item_hovered():
         imgui.set_tooltip(text)
@@ -184,7 +195,7 @@ def model_section(state: ViewerState) -> None:
     imgui.text("Running:")
     imgui.same_line()
     imgui.text_colored(imgui.ImVec4(*OK_COLOUR) if model.path else imgui.ImVec4(*DIM_COLOUR),
-                       model.path or "none (stand-in character)")
+                       display_path(model.path) or "none (stand-in character)")
     for line in model.summary:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), line)
     imgui.set_next_item_width(-80)
