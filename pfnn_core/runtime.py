@@ -32,7 +32,7 @@ from pfnn_core import features
 from pfnn_core.controller import Command, stand_command
 from pfnn_core.ik import FootLocks, foot_rotation_toward, foot_targets, two_bone_ik, update_foot_locks
 from pfnn_core.phase import stride_length_at
-from pfnn_core.quat import (quat_from_6d, quat_from_yaw, quat_inv, quat_mul,
+from pfnn_core.quat import (quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv, quat_mul,
                             quat_mul_vec, quat_normalize)
 from pfnn_core.settings import RuntimeSettings
 
@@ -229,6 +229,56 @@ def leg_chains(names: Sequence[str], parents) -> list[tuple[int, int, int, int]]
     return chains
 
 
+@dataclass(frozen=True)
+class RotationFit:
+    """Which joints' rotations the predicted positions determine (precomputed once per skeleton)."""
+
+    single_joints: np.ndarray  # [S] joints with exactly one child: swing toward it
+    single_children: np.ndarray  # [S]
+    multi_joints: np.ndarray  # [M] joints with several children: best rotation for all of them
+    multi_children: np.ndarray  # [M, C] children, padded by repeating the first one
+    multi_mask: np.ndarray  # [M, C] 1 for real children, 0 for padding
+
+
+def rotation_fit(parents, anchor: int) -> RotationFit:
+    """Every joint with children, except the joints above the anchor (they carry the root's yaw)."""
+    parents = np.asarray(parents)
+    skip = set(joints_above(parents, anchor))
+    children = {j: [int(c) for c in np.flatnonzero(parents == j)] for j in range(len(parents)) if j not in skip}
+    single = [(j, c[0]) for j, c in children.items() if len(c) == 1]
+    multi = [(j, c) for j, c in children.items() if len(c) > 1]
+    width = max([len(c) for _, c in multi], default=1)
+    return RotationFit(
+        single_joints=np.array([j for j, _ in single], dtype=int), single_children=np.array([c for _, c in single], dtype=int),
+        multi_joints=np.array([j for j, _ in multi], dtype=int),
+        multi_children=np.array([c + [c[0]] * (width - len(c)) for _, c in multi], dtype=int).reshape(len(multi), width),
+        multi_mask=np.array([[1.0] * len(c) + [0.0] * (width - len(c)) for _, c in multi]).reshape(len(multi), width))
+
+
+def fit_rotations_to_positions(global_rot, positions, offsets, fit: RotationFit) -> np.ndarray:
+    """Global rotations [..., J, 4] turned so every bone points where the predicted joint positions
+    [..., J, 3] put its child: a one-child joint gets the shortest swing (its twist stays the
+    network's), a several-children joint the best rotation for all of its bones (Kabsch), so the
+    displayed skeleton follows the positions and rotations that disagree with them cannot pop it."""
+    offsets = np.asarray(offsets, dtype=float)
+    rotations = np.array(global_rot, dtype=float, copy=True)
+    if len(fit.single_joints):
+        joints, children = fit.single_joints, fit.single_children
+        bone_now = quat_mul_vec(rotations[..., joints, :], offsets[children])
+        bone_goal = positions[..., children, :] - positions[..., joints, :]
+        rotations[..., joints, :] = quat_normalize(quat_mul(quat_between(bone_now, bone_goal), rotations[..., joints, :]))
+    if len(fit.multi_joints):
+        joints, children = fit.multi_joints, fit.multi_children
+        goal = (positions[..., children, :] - positions[..., joints, None, :]) * fit.multi_mask[..., None]
+        rest = offsets[children] * fit.multi_mask[..., None]
+        covariance = np.einsum("...ki,kj->...ij", goal, rest) if goal.ndim == 3 else np.einsum("...mki,mkj->...mij", goal, rest)
+        u, _, vt = np.linalg.svd(covariance)
+        sign = np.sign(np.linalg.det(u @ vt))
+        u[..., :, 2] *= sign[..., None]
+        rotations[..., joints, :] = quat_from_matrix(u @ vt)
+    return rotations
+
+
 # ---------------------------------------------------------------------------------------------
 # State
 
@@ -358,6 +408,7 @@ class Network:
             contacts_module.foot_joints(self.names, self.parents)))
         self.legs = leg_chains(self.names, self.parents)
         self.chain = chain_matrix(self.parents, self.anchor)
+        self.rotation_fit = rotation_fit(self.parents, self.anchor)
         self.stride = checkpoint.meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
         self.sim_fps = float(features.SIM_FPS)
         offsets = np.asarray(features.TRAJ_OFFSETS)
@@ -552,7 +603,10 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
                         + yaw_rotate(-root_yaw, (state.pose_root_pos - root_pos)[:, None]))
         predicted_pos = predicted_pos + settings.pose_smoothing * (extrapolated - predicted_pos)
     world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(out["joint_rot"])))
-    anchor_world = yaw_rotate(root_yaw, predicted_pos[:, network.anchor]) + root_pos
+    predicted_world = yaw_rotate(root_yaw, predicted_pos) + root_pos[:, None]
+    if settings.fit_rotations:
+        world_rot = fit_rotations_to_positions(world_rot, predicted_world, network.offsets, network.rotation_fit)
+    anchor_world = predicted_world[:, network.anchor]
     pose_pos, pose_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
                                                    network.anchor, above_anchor_rot=root_rot, chain=network.chain)
 

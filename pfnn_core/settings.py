@@ -71,6 +71,10 @@ class RuntimeSettings:
     # Weight of the previous pose extrapolated by its velocity in the fed-back pose (0 = network only) [PFNN: 0.5].
     pose_smoothing: float = _tunable(0.5, "Pose smoothing", "Blend of the extrapolated previous pose into the prediction.",
                                      min=0.0, max=0.95, step=0.05)
+    # Turn each joint so its bones point where the predicted joint POSITIONS put them (the rotation
+    # outputs only supply the twist of one-child bones); off = show the predicted rotations as they are.
+    fit_rotations: bool = _tunable(True, "Fit rotations to positions",
+                                   "Point every bone at the predicted joint positions (robust to poor rotation outputs).")
     # Pin feet in the world while their contact output is high.
     foot_locking: bool = _tunable(True, "Foot locking", "Pin planted feet in place with leg IK.")
     # Contact output (0..1) above which a foot is pinned.

@@ -11,8 +11,10 @@ from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.model import PFNN, ModelConfig
 from pfnn_core.phase import stride_statistics
 from pfnn_core.quat import quat_from_yaw, quat_to_yaw
+from pfnn_core.quat import quat_from_angle_axis
 from pfnn_core.runtime import (HALFLIFE_TO_RATE, Character, advance_phase_by_network, advance_phase_by_speed,
-                               correct_drift, drift_mean, forward_kinematics_global, local_pose, push_drift_error,
+                               chain_matrix, correct_drift, drift_mean, fit_rotations_to_positions,
+                               forward_kinematics_global, local_pose, push_drift_error, rotation_fit,
                                spring_angle_update, spring_velocity_update, stand_amount, trajectory_blend_weights)
 from pfnn_core.settings import RuntimeSettings
 
@@ -158,6 +160,19 @@ def test_forward_kinematics_from_global_rotations_matches_the_motion(walk_motion
     positions, _ = forward_kinematics_global(global_rot, global_pos[:, hips], walk_motion.offsets,
                                              walk_motion.parents, hips)
     np.testing.assert_allclose(positions[:, 1:], global_pos[:, 1:], atol=1e-5)  # channels vs OFFSET rounding
+
+
+def test_rotations_fitted_to_positions_reproduce_the_positions(walk_motion):
+    """Start from wrong rotations; after the fit, forward kinematics lands every joint on the mocap's."""
+    _, global_pos = forward_kinematics(walk_motion.rotations[:5], walk_motion.positions[:5], walk_motion.parents)
+    offsets = walk_motion.positions[0]  # the clip's constant channel values: its exact bone vectors
+    rng = np.random.default_rng(1)
+    wrong = quat_from_angle_axis(rng.uniform(-3, 3, (5, 22)), rng.normal(size=(5, 22, 3)))
+    hips = 1
+    fitted = fit_rotations_to_positions(wrong, global_pos, offsets, rotation_fit(walk_motion.parents, hips))
+    positions, _ = forward_kinematics_global(fitted, global_pos[:, hips], offsets, walk_motion.parents, hips,
+                                             chain=chain_matrix(walk_motion.parents, hips))
+    np.testing.assert_allclose(positions[:, 1:], global_pos[:, 1:], atol=1e-6)
 
 
 # --- the tick ---------------------------------------------------------------------------------------
