@@ -139,6 +139,17 @@ def foot_targets(ankle_pos, toe_pos, ankle_pin, toe_pin, ankle_weight, toe_weigh
     return ankle_pos + shift, toe_aim
 
 
+def aim_at_reach(center, aim, length) -> np.ndarray:
+    """`aim` [..., 3] moved horizontally to lie `length` from `center`, keeping its height when the
+    height difference allows: a foot turned toward it puts the toe at exactly that height."""
+    offset = aim - center
+    rise = np.clip(offset[..., 1], -length, length)
+    flat = np.stack([offset[..., 0], np.zeros_like(offset[..., 0]), offset[..., 2]], axis=-1)
+    flat = _normalize(flat) * np.sqrt(np.maximum(length ** 2 - rise ** 2, 0.0))[..., None]
+    flat[..., 1] = rise
+    return center + flat
+
+
 def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.ndarray:
     """Rotate the ankle's global rotation about the ankle so the toe points toward `toe_aim`,
     by `weight` (0 = unchanged); the toe-to-ankle distance is kept."""

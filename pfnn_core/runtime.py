@@ -30,7 +30,8 @@ import torch
 from pfnn_core import contacts as contacts_module
 from pfnn_core import features
 from pfnn_core.controller import Command, stand_command
-from pfnn_core.ik import FootLocks, foot_rotation_toward, foot_targets, two_bone_ik, update_foot_locks
+from pfnn_core.ik import (FootLocks, aim_at_reach, foot_rotation_toward, foot_targets, locked_positions, two_bone_ik,
+                          update_foot_locks)
 from pfnn_core.phase import stride_length_at
 from pfnn_core.quat import (quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv, quat_mul,
                             quat_mul_vec, quat_normalize)
@@ -409,6 +410,7 @@ class Network:
         self.legs = leg_chains(self.names, self.parents)
         self.chain = chain_matrix(self.parents, self.anchor)
         self.rotation_fit = rotation_fit(self.parents, self.anchor)
+        self.floor_heights: np.ndarray | None = None  # [4] lowest height of each contact joint; set on settling
         self.stride = checkpoint.meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
         self.sim_fps = float(features.SIM_FPS)
         offsets = np.asarray(features.TRAJ_OFFSETS)
@@ -520,19 +522,32 @@ def _normalized_or(dirs: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     return np.where(length > 1e-6, dirs / np.maximum(length, 1e-12), fallback)
 
 
-def apply_foot_locks(positions, rotations, locks: FootLocks, network: Network, root_rot) -> tuple[np.ndarray, np.ndarray]:
-    """Two-bone IK of both legs at once toward their pins (weighted); the foot turns so a pinned toe
-    stays put. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
+def foot_goals(foot_pos, locks: FootLocks, floor_heights=None) -> tuple[np.ndarray, np.ndarray]:
+    """Where each contact joint should be shown [B, 4, 3] and whether it is constrained [B, 4]: pulled
+    toward its pin by the pin weight, and kept at or above its floor height when one is given."""
+    goals = locked_positions(foot_pos, locks)
+    constrained = locks.weight > 1e-4
+    if floor_heights is not None:
+        below = goals[..., 1] < floor_heights
+        goals[..., 1] = np.maximum(goals[..., 1], floor_heights)
+        constrained = constrained | below
+    return goals, constrained
+
+
+def apply_foot_locks(positions, rotations, goals, constrained, network: Network, root_rot) -> tuple[np.ndarray, np.ndarray]:
+    """Two-bone IK of both legs at once toward the foot goals; the foot turns so a constrained toe
+    reaches its goal. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
     rotations = rotations.copy()
     hips, knees, ankles, toes = (list(joints) for joints in zip(*network.legs))
     forward = facing_from_yaw(yaw_of(root_rot))[:, None]
-    ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes],
-                                         locks.target[:, 0::2], locks.target[:, 1::2],
-                                         locks.weight[:, 0::2], locks.weight[:, 1::2])
+    weight = constrained.astype(float)
+    ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes], goals[:, 0::2], goals[:, 1::2],
+                                         weight[:, 0::2], weight[:, 1::2])
     legs = two_bone_ik(positions[:, hips], positions[:, knees], positions[:, ankles],
                        rotations[:, hips], rotations[:, knees], ankle_target, forward)
     rotations[:, hips], rotations[:, knees] = legs.hip_rot, legs.knee_rot
     toe_now = legs.ankle_pos + quat_mul_vec(rotations[:, ankles], network.offsets[toes])
+    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, np.linalg.norm(network.offsets[toes], axis=-1))
     rotations[:, ankles] = foot_rotation_toward(rotations[:, ankles], legs.ankle_pos, toe_now, toe_aim, 1.0)
     return forward_kinematics_global(rotations, positions[:, network.anchor], network.offsets,
                                      network.parents, network.anchor, chain=network.chain)
@@ -620,8 +635,10 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     else:
         locks = FootLocks(foot_pos, np.zeros_like(locks.weight), np.zeros_like(locks.active))
     display_pos, display_rot = pose_pos, pose_rot
-    if settings.ik_enabled and np.any(locks.weight > 1e-4):
-        display_pos, display_rot = apply_foot_locks(pose_pos, pose_rot, locks, network, root_rot)
+    floor = network.floor_heights if settings.floor_clamp else None
+    goals, constrained = foot_goals(foot_pos, locks, floor)
+    if settings.ik_enabled and np.any(constrained):
+        display_pos, display_rot = apply_foot_locks(pose_pos, pose_rot, goals, constrained, network, root_rot)
 
     # 6. Root motion for the next frame: predicted, drift-corrected, blended toward the command, stand-scaled.
     predicted_vel = features.rotate_xz(root_yaw[:, None], out["root_vel"][:, None])[:, 0]
@@ -697,6 +714,9 @@ class Character:
         """Stand for `settle_ticks` (the mean input pose is an average, not a pose the network holds)."""
         for _ in range(self.settle_ticks):
             state = step(state, stand_command(), self.settings, 1.0 / self.network.sim_fps, self.network)
+        if self.settle_ticks > 0 and self.network.floor_heights is None:
+            # The model's own standing pose has its feet on the floor: their heights are the floor.
+            self.network.floor_heights = state.world_joint_pos[:, self.network.contact_joints, 1].min(axis=0)
         return dataclasses.replace(state, ticks=0, drift_count=0, drift_history=np.zeros_like(state.drift_history))
 
     @property
@@ -725,6 +745,7 @@ class Character:
         if network.names == self.network.names:
             keep += ["joint_pos", "joint_vel", "world_joint_pos", "world_joint_rot", "pose_root_pos", "pose_root_rot"]
         self.network = network
+        self._settled(initial_state(network, 1))  # measures the new model's floor heights
         self.state = dataclasses.replace(fresh, **{name: getattr(old, name) for name in keep})
         self.previous_state = self.state
 

@@ -87,6 +87,8 @@ class RuntimeSettings:
     lock_release_distance: float = _tunable(0.15, "Lock release distance (m)",
                                             "Release a pinned foot that is this far from where the network puts it.",
                                             min=0.01, max=1.0, step=0.01)
+    # Keep each foot joint at or above its height in the model's standing pose (legs solved by IK).
+    floor_clamp: bool = _tunable(True, "Keep feet above the floor", "Raise a foot that sinks below its standing height.")
     # Solve two-bone leg IK toward the pins (off: pins are computed but the pose is not changed).
     ik_enabled: bool = _tunable(True, "Leg IK", "Apply two-bone IK to reach pinned feet.")
     # Commanded speed (m/s) below which the character counts as fully standing; root motion and phase

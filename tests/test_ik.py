@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pfnn_core.ik import (empty_foot_locks, fade_weight, foot_rotation_toward, foot_targets,
+from pfnn_core.ik import (aim_at_reach, empty_foot_locks, fade_weight, foot_rotation_toward, foot_targets,
                           locked_positions, two_bone_ik, update_foot_locks)
 from pfnn_core.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
 
@@ -100,3 +100,11 @@ def test_foot_targets_and_rotation():
     rot = foot_rotation_toward(np.array([1.0, 0, 0, 0]), ankle, toe, ankle + [0.0, 0.0, 0.2], 1.0)
     toe_dir = quat_mul_vec(rot, toe - ankle)
     np.testing.assert_allclose(toe_dir / np.linalg.norm(toe_dir), [0, 0, 1], atol=1e-9)
+
+
+def test_aim_at_reach_keeps_the_height_at_the_given_distance():
+    center = np.array([0.0, 0.12, 0.0])
+    aim = aim_at_reach(center, np.array([0.05, 0.03, 0.05]), 0.15)
+    assert aim[1] == pytest.approx(0.03)
+    assert np.linalg.norm(aim - center) == pytest.approx(0.15)
+    np.testing.assert_allclose(aim[0], aim[2])  # horizontal direction kept
