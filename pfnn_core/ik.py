@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pfnn_core.quat import quat_between, quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize
+from pfnn_core.quat import quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize
 
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
 
@@ -26,11 +26,26 @@ class LegSolution(NamedTuple):
     ankle_pos: np.ndarray  # [..., 3] new ankle position (= target when within reach)
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.cross for [..., 3] without its axis bookkeeping (this runs every tick on tiny arrays)."""
     ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
     bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
     return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+
+
+def _rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Shortest rotation taking direction u to v (quaternions [..., 4]); the opposite-vector case is
+    only worked out when it occurs (this runs every tick)."""
+    uv_length = np.sqrt(np.sum(u * u, axis=-1) * np.sum(v * v, axis=-1))
+    w = uv_length + np.sum(u * v, axis=-1)
+    axis = cross3(u, v)
+    opposite = w <= 1e-9 * np.maximum(uv_length, 1e-300)
+    if np.any(opposite):
+        helper = np.where(np.abs(u[..., :1]) < 0.9 * np.sqrt(np.sum(u * u, axis=-1, keepdims=True)),
+                          np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        axis = np.where(opposite[..., None], cross3(u, helper), axis)
+        w = np.where(opposite, 0.0, w)
+    return quat_normalize(np.concatenate([w[..., None], axis], axis=-1))
 
 
 def _normalize(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
@@ -64,8 +79,8 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
     knee_angle_now = _angle_between(a - b, c - b)
     cos_goal = (thigh_length ** 2 + shin_length ** 2 - reach ** 2) / np.maximum(2.0 * thigh_length * shin_length, 1e-12)
     knee_angle_goal = np.arccos(np.clip(cos_goal, -1.0, 1.0))
-    bend_axis = _cross(thigh, shin)
-    straight_axis = _cross(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
+    bend_axis = cross3(thigh, shin)
+    straight_axis = cross3(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
     bent = np.linalg.norm(bend_axis, axis=-1, keepdims=True) > 1e-6 * np.maximum(
         thigh_length * shin_length, 1e-12)[..., None]
     bend_axis = _normalize(np.where(bent, bend_axis, straight_axis))
@@ -73,7 +88,7 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
     bent_ankle = b + quat_mul_vec(knee_turn, shin)
 
     # 2. Swing the whole leg about the hip so the hip->ankle line points at the target.
-    swing = quat_between(bent_ankle - a, target - a)
+    swing = _rotation_between(bent_ankle - a, target - a)
     new_hip_rot = quat_normalize(quat_mul(swing, hip_rot))
     new_knee_rot = quat_normalize(quat_mul(swing, quat_mul(knee_turn, knee_rot)))
     new_knee_pos = a + quat_mul_vec(swing, thigh)
@@ -153,7 +168,7 @@ def aim_at_reach(center, aim, length) -> np.ndarray:
 def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.ndarray:
     """Rotate the ankle's global rotation about the ankle so the toe points toward `toe_aim`,
     by `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
-    full = quat_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
+    full = _rotation_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
     angle = 2.0 * np.arctan2(np.linalg.norm(full[..., 1:], axis=-1), full[..., 0])
     partial = quat_from_angle_axis(np.asarray(weight) * angle, full[..., 1:])
     return quat_normalize(quat_mul(partial, ankle_rot))

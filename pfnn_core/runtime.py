@@ -30,10 +30,10 @@ import torch
 from pfnn_core import contacts as contacts_module
 from pfnn_core import features
 from pfnn_core.controller import Command, stand_command
-from pfnn_core.ik import (FootLocks, aim_at_reach, foot_rotation_toward, foot_targets, locked_positions, two_bone_ik,
-                          update_foot_locks)
+from pfnn_core.ik import (FootLocks, aim_at_reach, cross3, foot_rotation_toward, foot_targets, locked_positions,
+                          two_bone_ik, update_foot_locks)
 from pfnn_core.phase import stride_length_at
-from pfnn_core.quat import (quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv, quat_mul,
+from pfnn_core.quat import (quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv, quat_mul,
                             quat_mul_vec, quat_normalize)
 from pfnn_core.settings import RuntimeSettings
 
@@ -256,28 +256,62 @@ def rotation_fit(parents, anchor: int) -> RotationFit:
         multi_mask=np.array([[1.0] * len(c) + [0.0] * (width - len(c)) for _, c in multi]).reshape(len(multi), width))
 
 
-def fit_rotations_to_positions(global_rot, positions, offsets, fit: RotationFit) -> np.ndarray:
-    """Global rotations [..., J, 4] turned so every bone points where the predicted joint positions
-    [..., J, 3] put its child: a one-child joint gets the shortest swing (its twist stays the
+def matrices_from_6d(r6) -> np.ndarray:
+    """6D rotations [..., 6] (first two matrix columns) -> rotation matrices [..., 3, 3] (Gram-Schmidt)."""
+    c0 = r6[..., :3] / np.maximum(np.linalg.norm(r6[..., :3], axis=-1, keepdims=True), 1e-12)
+    c1 = r6[..., 3:] - np.sum(c0 * r6[..., 3:], axis=-1, keepdims=True) * c0
+    c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), 1e-12)
+    return np.stack([c0, c1, cross3(c0, c1)], axis=-1)
+
+
+def yaw_matrices(yaw) -> np.ndarray:
+    """Rotation matrices [..., 3, 3] about +Y (yaw 0 faces +Z, positive turns +Z toward +X)."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    zero, one = np.zeros_like(c), np.ones_like(c)
+    return np.stack([np.stack([c, zero, s], -1), np.stack([zero, one, zero], -1), np.stack([-s, zero, c], -1)], -2)
+
+
+def matrices_between(u, v) -> np.ndarray:
+    """Shortest rotation matrices [..., 3, 3] taking directions u to v [..., 3] (Rodrigues)."""
+    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-12)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    k = cross3(u, v)
+    c = np.sum(u * v, axis=-1)
+    zero = np.zeros_like(c)
+    skew = np.stack([np.stack([zero, -k[..., 2], k[..., 1]], -1), np.stack([k[..., 2], zero, -k[..., 0]], -1),
+                     np.stack([-k[..., 1], k[..., 0], zero], -1)], -2)
+    scale = 1.0 / np.maximum(1.0 + c, 1e-9)
+    turn = np.eye(3) + skew + skew @ skew * scale[..., None, None]
+    opposite = c < -1.0 + 1e-9
+    if np.any(opposite):  # half a turn about any axis orthogonal to u
+        helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        axis = cross3(u, helper)
+        axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+        half_turn = 2.0 * axis[..., :, None] * axis[..., None, :] - np.eye(3)
+        turn = np.where(opposite[..., None, None], half_turn, turn)
+    return turn
+
+
+def fit_rotations_to_positions(global_mat, positions, offsets, fit: RotationFit) -> np.ndarray:
+    """Global rotation matrices [..., J, 3, 3] turned so every bone points where the predicted joint
+    positions [..., J, 3] put its child: a one-child joint gets the shortest swing (its twist stays the
     network's), a several-children joint the best rotation for all of its bones (Kabsch), so the
     displayed skeleton follows the positions and rotations that disagree with them cannot pop it."""
     offsets = np.asarray(offsets, dtype=float)
-    rotations = np.array(global_rot, dtype=float, copy=True)
+    matrices = np.array(global_mat, dtype=float, copy=True)
     if len(fit.single_joints):
         joints, children = fit.single_joints, fit.single_children
-        bone_now = quat_mul_vec(rotations[..., joints, :], offsets[children])
+        bone_now = np.einsum("...ij,...j->...i", matrices[..., joints, :, :], offsets[children])
         bone_goal = positions[..., children, :] - positions[..., joints, :]
-        rotations[..., joints, :] = quat_normalize(quat_mul(quat_between(bone_now, bone_goal), rotations[..., joints, :]))
+        matrices[..., joints, :, :] = matrices_between(bone_now, bone_goal) @ matrices[..., joints, :, :]
     if len(fit.multi_joints):
         joints, children = fit.multi_joints, fit.multi_children
         goal = (positions[..., children, :] - positions[..., joints, None, :]) * fit.multi_mask[..., None]
         rest = offsets[children] * fit.multi_mask[..., None]
-        covariance = np.einsum("...ki,kj->...ij", goal, rest) if goal.ndim == 3 else np.einsum("...mki,mkj->...mij", goal, rest)
-        u, _, vt = np.linalg.svd(covariance)
-        sign = np.sign(np.linalg.det(u @ vt))
-        u[..., :, 2] *= sign[..., None]
-        rotations[..., joints, :] = quat_from_matrix(u @ vt)
-    return rotations
+        u, _, vt = np.linalg.svd(np.einsum("...mki,mkj->...mij", goal, rest))
+        u[..., :, 2] *= np.sign(np.linalg.det(u @ vt))[..., None]
+        matrices[..., joints, :, :] = u @ vt
+    return matrices
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,10 +651,11 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
         extrapolated = (yaw_rotate(yaw_of(state.pose_root_rot) - root_yaw, state.joint_pos + state.joint_vel * dt)
                         + yaw_rotate(-root_yaw, (state.pose_root_pos - root_pos)[:, None]))
         predicted_pos = predicted_pos + settings.pose_smoothing * (extrapolated - predicted_pos)
-    world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(out["joint_rot"])))
+    world_mat = yaw_matrices(root_yaw)[:, None] @ matrices_from_6d(out["joint_rot"])
     predicted_world = yaw_rotate(root_yaw, predicted_pos) + root_pos[:, None]
     if settings.fit_rotations:
-        world_rot = fit_rotations_to_positions(world_rot, predicted_world, network.offsets, network.rotation_fit)
+        world_mat = fit_rotations_to_positions(world_mat, predicted_world, network.offsets, network.rotation_fit)
+    world_rot = quat_from_matrix(world_mat)
     anchor_world = predicted_world[:, network.anchor]
     pose_pos, pose_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
                                                    network.anchor, above_anchor_rot=root_rot, chain=network.chain)

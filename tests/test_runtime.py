@@ -10,10 +10,11 @@ from pfnn_core.controller import command_from_world_move, stand_command
 from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.model import PFNN, ModelConfig
 from pfnn_core.phase import stride_statistics
-from pfnn_core.quat import quat_from_yaw, quat_to_yaw
-from pfnn_core.quat import quat_from_angle_axis
+from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_to_yaw
+from pfnn_core.quat import quat_from_angle_axis, quat_from_matrix, quat_to_matrix
 from pfnn_core.runtime import (HALFLIFE_TO_RATE, Character, advance_phase_by_network, advance_phase_by_speed,
-                               chain_matrix, correct_drift, drift_mean, fit_rotations_to_positions,
+                               chain_matrix, correct_drift, drift_mean, fit_rotations_to_positions, matrices_between,
+                               matrices_from_6d, yaw_matrices,
                                forward_kinematics_global, local_pose, push_drift_error, rotation_fit,
                                spring_angle_update, spring_velocity_update, stand_amount, trajectory_blend_weights)
 from pfnn_core.settings import RuntimeSettings
@@ -169,10 +170,25 @@ def test_rotations_fitted_to_positions_reproduce_the_positions(walk_motion):
     rng = np.random.default_rng(1)
     wrong = quat_from_angle_axis(rng.uniform(-3, 3, (5, 22)), rng.normal(size=(5, 22, 3)))
     hips = 1
-    fitted = fit_rotations_to_positions(wrong, global_pos, offsets, rotation_fit(walk_motion.parents, hips))
-    positions, _ = forward_kinematics_global(fitted, global_pos[:, hips], offsets, walk_motion.parents, hips,
+    fitted = fit_rotations_to_positions(quat_to_matrix(wrong), global_pos, offsets,
+                                        rotation_fit(walk_motion.parents, hips))
+    positions, _ = forward_kinematics_global(quat_from_matrix(fitted), global_pos[:, hips], offsets, walk_motion.parents, hips,
                                              chain=chain_matrix(walk_motion.parents, hips))
     np.testing.assert_allclose(positions[:, 1:], global_pos[:, 1:], atol=1e-6)
+
+
+def test_matrix_helpers_agree_with_the_quaternion_module():
+    rng = np.random.default_rng(2)
+    r6 = rng.normal(size=(5, 6))
+    np.testing.assert_allclose(matrices_from_6d(r6), quat_to_matrix(quat_from_6d(r6)), atol=1e-9)
+    yaw = rng.uniform(-3, 3, 5)
+    np.testing.assert_allclose(yaw_matrices(yaw), quat_to_matrix(quat_from_yaw(yaw)), atol=1e-12)
+    u, v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    u[0] = -v[0]  # the opposite case
+    turned = np.einsum("nij,nj->ni", matrices_between(u, v), u)
+    np.testing.assert_allclose(turned / np.linalg.norm(turned, axis=-1, keepdims=True),
+                               v / np.linalg.norm(v, axis=-1, keepdims=True), atol=1e-9)
+    np.testing.assert_allclose(np.linalg.det(matrices_between(u, v)), 1.0, atol=1e-9)
 
 
 # --- the tick ---------------------------------------------------------------------------------------
