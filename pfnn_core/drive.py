@@ -79,6 +79,7 @@ class DriveResult:
     motion: bvh.Motion  # the same poses as a BVH motion on the training skeleton
     dt: float
     script: DriveScript
+    joint_contacts: np.ndarray = None  # [T, 4] network contact output per contact joint (Foot_L, Toes_L, Foot_R, Toes_R)
     files: dict = field(default_factory=dict)  # 'bvh', 'log' -> Path when written
 
 
@@ -205,6 +206,7 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
     log = {name: np.zeros(ticks) for name in LOG_COLUMNS}
     joints = character.network.num_joints
     joint_positions = np.zeros((ticks, joints, 3))
+    joint_contacts = np.zeros((ticks, len(character.network.contact_joints)))
     local_rot = np.zeros((ticks, joints, 4))
     root_translation = np.zeros((ticks, 3))
     contact_slots = (0, 1), (2, 3)  # (foot, toe) of the left and the right foot
@@ -226,10 +228,12 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
         for name, value in values.items():
             log[name][tick] = value
         joint_positions[tick] = state.world_joint_pos[0]
+        joint_contacts[tick] = state.contacts[0]
         rotations, translation = local_pose(state, character.skeleton)
         local_rot[tick], root_translation[tick] = rotations[0], translation[0]
     motion = motion_from_poses(character.skeleton, local_rot, root_translation, dt, source=script.name)
-    result = DriveResult(log, joint_positions, list(character.network.names), motion, dt, script)
+    result = DriveResult(log, joint_positions, list(character.network.names), motion, dt, script,
+                         joint_contacts=joint_contacts)
     if out_dir is not None:
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
