@@ -137,11 +137,27 @@ def move_amount(stand) -> np.ndarray:
     return np.power(np.clip(1.0 - np.asarray(stand, dtype=float), 0.0, 1.0), 0.25)
 
 
-def advance_phase_by_speed(phase, speed, stride: dict, dt: float) -> np.ndarray:
-    """dphase = speed / stride_length(speed) * dt (one cycle = two steps); stops at zero speed."""
+def advance_phase_by_speed(phase, speed, stride: dict, dt: float, stride_speed=None) -> np.ndarray:
+    """dphase = speed / stride_length(stride_speed) * dt (one cycle = two steps); stops at zero speed.
+    `stride_speed` (default `speed`): the speed whose stride the network is stepping with (see
+    `speed_warp`: a slow walk is the network's slowest walk played slower, strides unchanged)."""
     speed = np.asarray(speed, dtype=float)
-    length = np.maximum(stride_length_at(stride, speed), MIN_STRIDE_LENGTH)
+    stride_speed = speed if stride_speed is None else np.asarray(stride_speed, dtype=float)
+    length = np.maximum(stride_length_at(stride, stride_speed), MIN_STRIDE_LENGTH)
     return (np.asarray(phase) + speed / length * dt) % 1.0
+
+
+def speed_warp(command_speed, slow_walk_speed: float, max_warp: float) -> np.ndarray:
+    """Factor k >= 1 [B] by which the network's view of the ground motion is scaled up: a commanded
+    speed below `slow_walk_speed` is shown to the network as that walk (trajectory offsets and gait
+    times k, its root and trajectory outputs divided by k) and the phase runs at the real speed, so
+    the feet plant with the network's own strides. The data has no slow walks: asked for one, the
+    network blends a standing pose with a walk and shuffles with its feet always in contact, so a
+    slow walk slides. k is at most `max_warp` (speeds near standing stay a stand); 1 when off."""
+    command_speed = np.asarray(command_speed, dtype=float)
+    if slow_walk_speed <= 0.0:
+        return np.ones_like(command_speed)
+    return np.clip(slow_walk_speed / np.maximum(command_speed, 1e-9), 1.0, max(float(max_warp), 1.0))
 
 
 def advance_phase_by_network(phase, dphase_per_frame, scale, dt: float, sim_fps: float) -> np.ndarray:
@@ -353,6 +369,7 @@ class CharacterState:
     root_vel: np.ndarray | None = None  # [B, 2] world root velocity applied this tick, m/s
     root_yaw_rate: np.ndarray | None = None  # [B] rad/s applied this tick
     stand: np.ndarray | None = None  # [B] stand amount 0..1
+    warp: np.ndarray | None = None  # [B] speed warp of this tick's network view (`speed_warp`), >= 1
     ticks: int = 0
 
     @property
@@ -543,7 +560,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -
         spring_vel=np.zeros((batch, 2)), spring_acc=np.zeros((batch, 2)),
         spring_yaw=yaw.copy(), spring_yaw_vel=np.zeros(batch),
         drift_history=np.zeros((batch, DRIFT_CAPACITY, 3)), drift_count=0,
-        root_vel=np.zeros((batch, 2)), root_yaw_rate=np.zeros(batch), stand=np.ones(batch),
+        root_vel=np.zeros((batch, 2)), root_yaw_rate=np.zeros(batch), stand=np.ones(batch), warp=np.ones(batch),
     )
 
 
@@ -623,8 +640,10 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     future_pos = state.net_future_pos + w_pos * (command_pos - state.net_future_pos)
     future_pos[..., 1] = 0.0
     future_dir = _normalized_or(state.net_future_dir + w_dir * (command_dir - state.net_future_dir), command_dir)
-    current_gait = features.gait_from_speed(np.linalg.norm(spring_vel, axis=-1))
-    future_gait = features.gait_from_speed(np.linalg.norm(future_vel, axis=-1))
+    command_speed = np.linalg.norm(spring_vel, axis=-1)
+    warp = speed_warp(command_speed, settings.slow_walk_speed, settings.max_speed_warp)
+    current_gait = features.gait_from_speed(warp * command_speed)
+    future_gait = features.gait_from_speed(warp[:, None] * np.linalg.norm(future_vel, axis=-1))
 
     # 3. Network input from the layout: trajectory in the current root frame, previous pose as fed back.
     traj_offsets = np.asarray(features.TRAJ_OFFSETS)
@@ -636,7 +655,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     traj_gait = np.concatenate([state.traj_past_gait[:, past_rows], current_gait[:, None],
                                 future_gait[:, future_rows]], axis=1)
     x = network.x_layout.pack({
-        "traj_pos": to_root_frame(traj_pos, root_pos, root_yaw), "traj_dir": dirs_to_root_frame(traj_dir, root_yaw),
+        "traj_pos": warp[:, None, None] * to_root_frame(traj_pos, root_pos, root_yaw), "traj_dir": dirs_to_root_frame(traj_dir, root_yaw),
         "traj_gait": traj_gait, "joint_pos": state.joint_pos, "joint_vel": state.joint_vel,
     }, dtype=np.float64)
     infer_start = time.perf_counter()
@@ -646,9 +665,10 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
 
     # 4. Pose: root frame -> world; the fed-back positions optionally blend in the extrapolated previous pose.
     predicted_pos = out["joint_pos"]
+    previous_warp = state.warp if state.warp is not None else np.ones(batch)
     if settings.pose_smoothing > 0.0:
         # previous pose + velocity * dt, from its root frame into the current one
-        extrapolated = (yaw_rotate(yaw_of(state.pose_root_rot) - root_yaw, state.joint_pos + state.joint_vel * dt)
+        extrapolated = (yaw_rotate(yaw_of(state.pose_root_rot) - root_yaw, state.joint_pos + state.joint_vel * (dt / previous_warp)[:, None, None])
                         + yaw_rotate(-root_yaw, (state.pose_root_pos - root_pos)[:, None]))
         predicted_pos = predicted_pos + settings.pose_smoothing * (extrapolated - predicted_pos)
     world_mat = yaw_matrices(root_yaw)[:, None] @ matrices_from_6d(out["joint_rot"])
@@ -676,7 +696,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
         display_pos, display_rot = apply_foot_locks(pose_pos, pose_rot, goals, constrained, network, root_rot)
 
     # 6. Root motion for the next frame: predicted, drift-corrected, blended toward the command, stand-scaled.
-    predicted_vel = features.rotate_xz(root_yaw[:, None], out["root_vel"][:, None])[:, 0]
+    predicted_vel = features.rotate_xz(root_yaw[:, None], out["root_vel"][:, None])[:, 0] / warp[:, None]
     predicted_motion = np.concatenate([predicted_vel, out["root_yaw_rate"][:, :1]], axis=-1)
     commanded_yaw_rate = wrap_angle(future_yaw[:, 0] - root_yaw) / future_t[0]
     commanded_motion = np.concatenate([spring_vel, commanded_yaw_rate[:, None]], axis=-1)
@@ -684,7 +704,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
                                                   predicted_motion - commanded_motion)
     corrected = correct_drift(predicted_motion, drift_mean(drift_history, drift_count, settings.drift_window))
     blended = corrected + settings.root_motion_from_command * (commanded_motion - corrected)
-    stand = stand_amount(np.linalg.norm(spring_vel, axis=-1), settings.stand_speed)
+    stand = stand_amount(command_speed, settings.stand_speed)
     moving = move_amount(stand)
     applied = blended * moving[:, None]
     root_vel, root_yaw_rate = applied[:, :2], applied[:, 2]
@@ -695,9 +715,10 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     if settings.phase_mode == "network":
         phase = advance_phase_by_network(state.phase, out["dphase"][:, 0], 0.9 * moving + 0.1, dt, network.sim_fps)
     else:
-        phase = advance_phase_by_speed(state.phase, np.linalg.norm(root_vel, axis=-1), network.stride, dt)
+        root_speed = np.linalg.norm(root_vel, axis=-1)
+        phase = advance_phase_by_speed(state.phase, root_speed, network.stride, dt, warp * root_speed)
     new_facing = facing_from_yaw(new_yaw)
-    net_future_pos = from_root_frame_xz(out["future_pos"], root_pos, root_yaw)
+    net_future_pos = from_root_frame_xz(out["future_pos"] / warp[:, None, None], root_pos, root_yaw)
     net_future_dir = _normalized_or(_xz_to_xyz(features.rotate_xz(root_yaw[:, None], out["future_dir"])), command_dir)
 
     return dataclasses.replace(
@@ -715,7 +736,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
         net_future_pos=net_future_pos, net_future_dir=net_future_dir,
         spring_vel=spring_vel, spring_acc=spring_acc, spring_yaw=spring_yaw, spring_yaw_vel=spring_yaw_vel,
         drift_history=drift_history, drift_count=drift_count,
-        root_vel=root_vel, root_yaw_rate=root_yaw_rate, stand=stand, ticks=state.ticks + 1,
+        root_vel=root_vel, root_yaw_rate=root_yaw_rate, stand=stand, warp=warp, ticks=state.ticks + 1,
         timings={"tick_ms": (time.perf_counter() - tick_start) * 1000.0, "infer_ms": infer_ms},
     )
 
@@ -776,7 +797,7 @@ class Character:
         fresh = initial_state(network, self.batch, old.root_pos, old.root_yaw)
         keep = ["phase", "traj_past_pos", "traj_past_dir", "traj_past_gait", "traj_future_pos", "traj_future_dir",
                 "traj_command_pos", "traj_command_dir", "net_future_pos", "net_future_dir", "spring_vel",
-                "spring_acc", "spring_yaw", "spring_yaw_vel", "root_vel", "root_yaw_rate", "stand"]
+                "spring_acc", "spring_yaw", "spring_yaw_vel", "root_vel", "root_yaw_rate", "stand", "warp"]
         if network.names == self.network.names:
             keep += ["joint_pos", "joint_vel", "world_joint_pos", "world_joint_rot", "pose_root_pos", "pose_root_rot"]
         self.network = network

@@ -100,6 +100,16 @@ class RuntimeSettings:
                                                "Blend of root motion toward the commanded spring (the data has no starts/stops).",
                                                min=0.0, max=1.0, step=0.05)
 
+    # Commanded speeds below this (m/s) are shown to the network as this walk and played slower (the
+    # data has no slow walks: asked for one the network shuffles with its feet always in contact and
+    # slides). Default: a little above the slowest walks in the data; 0 = off.
+    slow_walk_speed: float = _tunable(0.9, "Slowest network walk (m/s)",
+                                      "Slower commands play this walk slower (planted feet); 0 = off.",
+                                      min=0.0, max=2.0, step=0.05)
+    # Most the network's view of the motion is sped up by (speeds near standing stay a stand).
+    max_speed_warp: float = _tunable(3.0, "Slow-walk warp limit", "Largest speed-up of the network's view of a slow walk.",
+                                     min=1.0, max=10.0, step=0.1)
+
     def reset(self) -> None:
         """Restore every field to its default, in place (the UI holds a reference to this object)."""
         for f in dataclasses.fields(self):
