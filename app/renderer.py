@@ -82,6 +82,18 @@ def ground_grid(half_size: float, cells: int) -> tuple[np.ndarray, np.ndarray]:
     return vertices, indices.astype(np.int32).ravel()
 
 
+def horizon_ndc_y(proj: np.ndarray, view: np.ndarray) -> float:
+    """Screen height (NDC y) of the horizon for a camera without roll: where the horizontal direction
+    straight ahead projects. Above 1 the whole view is below the horizon."""
+    forward = -view[2, :3].astype(np.float64)
+    ahead = np.array([forward[0], 0.0, forward[2]])
+    length = np.linalg.norm(ahead)
+    if length < 1e-6:  # looking straight up or down
+        return -1.0 if forward[1] > 0 else 2.0
+    clip = np.asarray(proj, np.float64) @ np.append(np.asarray(view, np.float64)[:3, :3] @ (ahead / length), 0.0)
+    return float(clip[1] / clip[3]) if clip[3] > 1e-9 else 2.0
+
+
 def joint_side(name: str) -> int:
     """+1 left, -1 right, 0 centre, from naming conventions (_L, Left, l_, ...)."""
     lowered = name.lower()
@@ -269,8 +281,21 @@ class Renderer:
         ctx.disable(moderngl.CULL_FACE)
         ctx.clear(*palette.horizon, 1.0, depth=1.0)
 
-        # ground first, then the sky only where the ground left the far depth (each pixel shaded once)
-        ctx.enable(moderngl.DEPTH_TEST)
+        # the background layers are shaded once per pixel and never depth-tested: the sky only above the
+        # horizon line, the ground (a plane under everything) below it, the blob shadows on the ground;
+        # a software rasteriser pays for every full-screen pass and every depth read
+        ctx.disable(moderngl.DEPTH_TEST)
+        ctx.depth_mask = False
+        horizon_y = horizon_ndc_y(proj, view)
+        if horizon_y < 1.0:
+            sky = self.programs["sky"]
+            sky["m_inv_view_rot"].write(np.ascontiguousarray(view[:3, :3].astype(np.float32)).tobytes())
+            tan_half = float(np.tan(camera.fov_y / 2))
+            sky["u_tan_half_fov"].value = (tan_half * width / height, tan_half)
+            sky["u_horizon"].value, sky["u_zenith"].value = palette.horizon, palette.zenith
+            sky["u_bottom"].value = max(horizon_y, -1.0)
+            self._sky_vao.render(moderngl.TRIANGLE_STRIP)
+
         ground = self.programs["ground"]
         self._set_common(ground, camera, proj, view, (width, height))
         model = np.eye(4, dtype=np.float32)
@@ -279,35 +304,27 @@ class Renderer:
         ground["u_colour_a"].value, ground["u_colour_b"].value = palette.ground_a, palette.ground_b
         self._ground_vao.render(moderngl.TRIANGLES)
 
-        sky = self.programs["sky"]
-        sky["m_inv_view_rot"].write(np.ascontiguousarray(view[:3, :3].astype(np.float32)).tobytes())
-        tan_half = float(np.tan(camera.fov_y / 2))
-        sky["u_tan_half_fov"].value = (tan_half * width / height, tan_half)
-        sky["u_horizon"].value, sky["u_zenith"].value = palette.horizon, palette.zenith
-        self._sky_vao.render(moderngl.TRIANGLE_STRIP)
-
-        # shadows lie on the ground, drawn over it without a depth test (no z-fighting at grazing angles)
-        ctx.disable(moderngl.DEPTH_TEST)
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        ctx.depth_mask = False
         count = self._shadows.upload(self.shadow_instances(frames))
         if count:
             self._set_common(self.programs["shadow"], camera, proj, view, (width, height))
             self._shadows.vao.render(moderngl.TRIANGLE_STRIP, instances=count)
-        ctx.depth_mask = True
         ctx.disable(moderngl.BLEND)
         ctx.enable(moderngl.DEPTH_TEST)
+        ctx.depth_mask = True
 
         mesh = self.programs["mesh"]
         self._set_common(mesh, camera, proj, view, (width, height))
         light = np.array([0.45, 0.85, 0.35])
         mesh["u_light_dir"].value = tuple(light / np.linalg.norm(light))
         mesh["u_sky"].value, mesh["u_ground"].value = palette.light_sky, palette.light_ground
+        ctx.enable(moderngl.CULL_FACE)  # closed, outward-wound capsules: half the triangles never rasterise
         for detail, group in (("high", frames[:1]), ("low", frames[1:])):
             count = self._meshes[detail].upload(self.character_instances(group))
             if count:
                 self._meshes[detail].vao.render(moderngl.TRIANGLES, instances=count)
+        ctx.disable(moderngl.CULL_FACE)
 
         self._render_overlays(overlays, camera, proj, view, (width, height))
         if target is not ctx.screen:

@@ -1,7 +1,7 @@
 #version 330
-// Ground plane: 1 m checkerboard box-filtered over each pixel's footprint (screen-space
-// derivatives), so it stays crisp near and moire-free far, fading into the horizon colour with distance. Kept cheap: on software
-// rasterisers this shader covers most of the screen.
+// Ground plane: 1 m checkerboard anti-aliased over each pixel's footprint (screen-space derivatives),
+// crisp near and moire-free far, fading into the horizon colour with distance. Kept cheap (one fract per
+// axis, no depth test): on software rasterisers this shader covers most of the screen.
 #if defined VERTEX_SHADER
 uniform mat4 m_proj;
 uniform mat4 m_view;
@@ -29,11 +29,12 @@ in float v_fade;
 out vec4 f_colour;
 
 void main() {
-    vec2 p = v_ground;
-    vec2 fw = fwidth(p) + 1e-4;
-    // checker integrated over the pixel footprint (box filter): no moire far away
-    vec2 i = 2.0 * (abs(fract((p - 0.5 * fw) * 0.5) - 0.5) - abs(fract((p + 0.5 * fw) * 0.5) - 0.5)) / fw;
-    float checker = 0.5 - 0.5 * i.x * i.y;
+    // signed distance (m) to the nearest cell edge per axis, ramped over one pixel footprint: a
+    // one-pixel anti-aliased edge near, and far away (footprint >> cell) the amplitude falls as
+    // 1 / footprint, so the checker averages out to flat grey instead of moire
+    vec2 edge = abs(fract(v_ground * 0.5 + 0.25) - 0.5) - 0.25;
+    vec2 side = clamp(edge * 4.0 / (fwidth(v_ground) + 1e-4), -1.0, 1.0);
+    float checker = 0.5 - 0.5 * side.x * side.y;
     vec3 colour = mix(u_colour_a, u_colour_b, checker);
     f_colour = vec4(mix(colour, u_horizon, v_fade), 1.0);
 }
