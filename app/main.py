@@ -442,7 +442,13 @@ class Viewer:
         self.camera.lens_shift = -(PANEL_WIDTH + 12) / width if self.state.show_panel else 0.0
         overlays = build_overlays(frames[0], self.state.overlays)
         self.renderer.ctx.screen.use()
-        self.renderer.render(frames, overlays, self.camera, self.window.get_framebuffer_size())
+        size = self.window.get_framebuffer_size()
+        covered = None
+        if self.state.show_panel:  # the background is not drawn under the panel (inset past its rounded corners)
+            scale, margin = size[0] / width, 12 + 8
+            covered = tuple(round(scale * value) for value in (
+                width - PANEL_WIDTH - 12 + 8, margin, PANEL_WIDTH - 16, self.window.get_size()[1] - 2 * margin))
+        self.renderer.render(frames, overlays, self.camera, size, covered=covered)
 
     def render_ui(self, real_dt: float) -> None:
         from imgui_bundle import imgui, implot

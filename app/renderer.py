@@ -94,6 +94,21 @@ def horizon_ndc_y(proj: np.ndarray, view: np.ndarray) -> float:
     return float(clip[1] / clip[3]) if clip[3] > 1e-9 else 2.0
 
 
+def uncovered_rects(size: tuple[int, int], covered) -> list[tuple[int, int, int, int]]:
+    """The framebuffer minus one covered rectangle (x, y, w, h in pixels, GL origin bottom-left), as up
+    to four non-overlapping scissor rectangles: left and right full-height columns, then below and above
+    the covered span. Without a cover (or an empty one) the whole framebuffer."""
+    width, height = size
+    if covered is None:
+        return [(0, 0, width, height)]
+    x0, y0 = max(int(covered[0]), 0), max(int(covered[1]), 0)
+    x1, y1 = min(int(covered[0] + covered[2]), width), min(int(covered[1] + covered[3]), height)
+    if x1 <= x0 or y1 <= y0:
+        return [(0, 0, width, height)]
+    rects = [(0, 0, x0, height), (x1, 0, width - x1, height), (x0, 0, x1 - x0, y0), (x0, y1, x1 - x0, height - y1)]
+    return [rect for rect in rects if rect[2] > 0 and rect[3] > 0]
+
+
 def joint_side(name: str) -> int:
     """+1 left, -1 right, 0 centre, from naming conventions (_L, Left, l_, ...)."""
     lowered = name.lower()
@@ -271,7 +286,9 @@ class Renderer:
         return np.concatenate(chunks) if chunks else np.zeros((0, 4), np.float32)
 
     def render(self, frames: list[SceneFrame], overlays: OverlayGeometry, camera: OrbitCamera,
-               size: tuple[int, int]) -> None:
+               size: tuple[int, int], covered=None) -> None:
+        """`covered`: an optional rectangle (x, y, w, h, pixels from the bottom-left) that the caller paints
+        over with an (almost) opaque panel; the sky, ground and shadows skip it."""
         ctx, palette = self.ctx, self.palette
         width, height = max(size[0], 1), max(size[1], 1)
         proj, view = camera.projection(width / height), camera.view()
@@ -287,29 +304,32 @@ class Renderer:
         ctx.disable(moderngl.DEPTH_TEST)
         ctx.depth_mask = False
         horizon_y = horizon_ndc_y(proj, view)
-        if horizon_y < 1.0:
-            sky = self.programs["sky"]
-            sky["m_inv_view_rot"].write(np.ascontiguousarray(view[:3, :3].astype(np.float32)).tobytes())
-            tan_half = float(np.tan(camera.fov_y / 2))
-            sky["u_tan_half_fov"].value = (tan_half * width / height, tan_half)
-            sky["u_horizon"].value, sky["u_zenith"].value = palette.horizon, palette.zenith
-            sky["u_bottom"].value = max(horizon_y, -1.0)
-            self._sky_vao.render(moderngl.TRIANGLE_STRIP)
-
+        sky = self.programs["sky"]
+        sky["m_inv_view_rot"].write(np.ascontiguousarray(view[:3, :3].astype(np.float32)).tobytes())
+        tan_half = float(np.tan(camera.fov_y / 2))
+        sky["u_tan_half_fov"].value = (tan_half * width / height, tan_half)
+        sky["u_horizon"].value, sky["u_zenith"].value = palette.horizon, palette.zenith
+        sky["u_bottom"].value = max(horizon_y, -1.0)
         ground = self.programs["ground"]
         self._set_common(ground, camera, proj, view, (width, height))
         model = np.eye(4, dtype=np.float32)
         model[0, 3], model[2, 3] = np.round(camera.target[0]), np.round(camera.target[2])
         ground["m_model"].write(gl_bytes(model))
         ground["u_colour_a"].value, ground["u_colour_b"].value = palette.ground_a, palette.ground_b
-        self._ground_vao.render(moderngl.TRIANGLES)
-
-        ctx.enable(moderngl.BLEND)
-        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         count = self._shadows.upload(self.shadow_instances(frames))
         if count:
             self._set_common(self.programs["shadow"], camera, proj, view, (width, height))
-            self._shadows.vao.render(moderngl.TRIANGLE_STRIP, instances=count)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        for rect in uncovered_rects((width, height), covered):
+            ctx.scissor = rect
+            if horizon_y < 1.0:
+                self._sky_vao.render(moderngl.TRIANGLE_STRIP)
+            self._ground_vao.render(moderngl.TRIANGLES)
+            if count:
+                ctx.enable(moderngl.BLEND)
+                self._shadows.vao.render(moderngl.TRIANGLE_STRIP, instances=count)
+                ctx.disable(moderngl.BLEND)
+        ctx.scissor = None
         ctx.disable(moderngl.BLEND)
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_mask = True
