@@ -109,6 +109,31 @@ def uncovered_rects(size: tuple[int, int], covered) -> list[tuple[int, int, int,
     return [rect for rect in rects if rect[2] > 0 and rect[3] > 0]
 
 
+def spheres_in_view(centres: np.ndarray, radii: np.ndarray, view_proj: np.ndarray) -> np.ndarray:
+    """[B] bool: which spheres (centres [B, 3], radii [B], world) touch the view frustum of the clip
+    matrix `view_proj` (its six planes taken from the matrix rows)."""
+    m = np.asarray(view_proj, np.float64)
+    planes = np.stack([m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] + m[2], m[3] - m[2]])
+    planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+    distance = np.asarray(centres, np.float64) @ planes[:, :3].T + planes[:, 3]
+    return np.all(distance > -np.asarray(radii, np.float64)[..., None], axis=-1)
+
+
+CHARACTER_MARGIN = 0.6  # metres around the joints' box: capsule radii and the blob shadows on the ground
+
+
+def character_bounds(frames: list[SceneFrame]) -> tuple[np.ndarray, np.ndarray]:
+    """Bounding spheres (centres [B, 3], radii [B]) of the characters with their shadows."""
+    if len({np.shape(frame.joint_pos) for frame in frames}) == 1:
+        poses = np.stack([frame.joint_pos for frame in frames])
+        low, high = poses.min(axis=1), poses.max(axis=1)
+    else:
+        low = np.array([np.min(frame.joint_pos, axis=0) for frame in frames])
+        high = np.array([np.max(frame.joint_pos, axis=0) for frame in frames])
+    low[:, 1] = np.minimum(low[:, 1], 0.0)  # the shadows lie on the ground
+    return 0.5 * (low + high), 0.5 * np.linalg.norm(high - low, axis=-1) + CHARACTER_MARGIN
+
+
 def joint_side(name: str) -> int:
     """+1 left, -1 right, 0 centre, from naming conventions (_L, Left, l_, ...)."""
     lowered = name.lower()
@@ -292,6 +317,12 @@ class Renderer:
         ctx, palette = self.ctx, self.palette
         width, height = max(size[0], 1), max(size[1], 1)
         proj, view = camera.projection(width / height), camera.view()
+        # characters outside the view (most of a crowd) cost vertex work in a software rasteriser
+        followed, crowd = frames[:1], frames[1:]
+        if frames:
+            visible = spheres_in_view(*character_bounds(frames), proj @ view)
+            followed = followed if visible[0] else []
+            crowd = [frame for frame, keep in zip(crowd, visible[1:]) if keep]
         target = self._target_framebuffer((width, height))
         target.use()
         ctx.viewport = (0, 0, width, height)
@@ -316,7 +347,7 @@ class Renderer:
         model[0, 3], model[2, 3] = np.round(camera.target[0]), np.round(camera.target[2])
         ground["m_model"].write(gl_bytes(model))
         ground["u_colour_a"].value, ground["u_colour_b"].value = palette.ground_a, palette.ground_b
-        count = self._shadows.upload(self.shadow_instances(frames))
+        count = self._shadows.upload(self.shadow_instances(followed + crowd))
         if count:
             self._set_common(self.programs["shadow"], camera, proj, view, (width, height))
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
@@ -340,7 +371,7 @@ class Renderer:
         mesh["u_light_dir"].value = tuple(light / np.linalg.norm(light))
         mesh["u_sky"].value, mesh["u_ground"].value = palette.light_sky, palette.light_ground
         ctx.enable(moderngl.CULL_FACE)  # closed, outward-wound capsules: half the triangles never rasterise
-        for detail, group in (("high", frames[:1]), ("low", frames[1:])):
+        for detail, group in (("high", followed), ("low", crowd)):
             count = self._meshes[detail].upload(self.character_instances(group))
             if count:
                 self._meshes[detail].vao.render(moderngl.TRIANGLES, instances=count)
