@@ -6,5 +6,5 @@ PY=${PY:-.venv/bin/python}
 export PYTHONPATH=.
 for bench in bench_bvh bench_model bench_runtime bench_viewer; do
     echo "=== $bench"
-    "$PY" "benchmarks/$bench.py" "$@"
+    "$PY" "benchmarks/$bench.py"
 done
