@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +17,12 @@ from pfnn_core.runtime import (HALFLIFE_TO_RATE, Character, advance_phase_by_net
                                chain_matrix, correct_drift, drift_mean, fit_rotations_to_positions, matrices_between,
                                matrices_from_6d, yaw_matrices,
                                forward_kinematics_global, local_pose, push_drift_error, rotation_fit,
-                               spring_angle_update, spring_velocity_update, stand_amount, trajectory_blend_weights)
+                               speed_warp, spring_angle_update, spring_velocity_update, stand_amount,
+                               trajectory_blend_weights)
 from pfnn_core.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
+DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +142,19 @@ def test_speed_based_phase_stops_at_zero_speed_and_follows_the_stride():
     for _ in range(72):
         p = advance_phase_by_speed(p, np.array([1.0]), stride, DT)
     assert p[0] == pytest.approx(0.0, abs=1e-9) or p[0] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_speed_based_phase_can_step_with_the_stride_of_another_speed():
+    stride = {"speed": [1.0, 3.0], "stride_length": [1.2, 2.4]}
+    # 0.5 m/s walked with the 1.0 m/s stride (1.2 m per cycle); below the table the stride is its first.
+    assert advance_phase_by_speed(np.zeros(1), np.array([0.5]), stride, DT, np.array([2.0]))[0] == pytest.approx(0.5 / 1.8 * DT)
+    assert advance_phase_by_speed(np.zeros(1), np.array([0.5]), stride, DT)[0] == pytest.approx(0.5 / 1.2 * DT)
+
+
+def test_speed_warp_shows_slow_walks_as_the_slowest_walk_within_its_limit():
+    np.testing.assert_allclose(speed_warp([0.0, 0.2, 0.45, 0.9, 2.0], 0.9, 3.0), [3.0, 3.0, 2.0, 1.0, 1.0])
+    np.testing.assert_allclose(speed_warp([0.0, 0.45], 0.0, 3.0), [1.0, 1.0])  # off
+    np.testing.assert_allclose(speed_warp([0.45], 0.9, 0.5), [1.0])  # a limit below 1 never slows the view
 
 
 def test_network_phase_scales_with_dt_and_move_amount():
@@ -315,3 +331,25 @@ def test_cuda_and_cpu_give_the_same_motion(random_checkpoint):
         assert character.network.device.type == device
         states.append(drive(character, command_from_world_move([0.0, 1.0], False, character.settings), 60))
     np.testing.assert_allclose(states[0].world_joint_pos, states[1].world_joint_pos, atol=1e-3)
+
+
+@pytest.mark.skipif(not DEFAULT_MODEL.exists(), reason="shipped model not present")
+def test_half_stick_walk_on_the_shipped_model_plants_its_feet():
+    """The data has no slow walks; a half-stick walk must still plant its feet (issue 4): mean foot
+    speed over contact frames (the network's contact output > threshold) below the mocap's 6.5 cm/s."""
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta)
+    character = Character(checkpoint, settings)
+    command = command_from_world_move(np.array([0.0, 0.5]), False, settings)
+    feet, contact = [], []
+    for _ in range(240):
+        state = character.tick(command, DT)
+        feet.append(state.world_joint_pos[0, character.network.contact_joints])
+        contact.append(state.contacts[0] > settings.contact_threshold)
+    feet, contact = np.array(feet)[60:], np.array(contact)[60:]  # after the start-up second
+    speed = np.linalg.norm(np.diff(feet[..., [0, 2]], axis=0), axis=-1) / DT
+    both = contact[1:] & contact[:-1]
+    assert 0.3 < both.mean() < 0.8  # the feet take turns (the network no longer holds all four down)
+    assert speed[both].mean() < 0.065
+    root_speed = np.linalg.norm(np.diff(state.traj_past_pos[0, -31:, [0, 2]].T, axis=0), axis=-1).mean() / DT
+    assert root_speed == pytest.approx(0.5 * settings.walk_speed, rel=0.1)

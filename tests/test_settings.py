@@ -50,3 +50,9 @@ def test_validate_names_the_field():
         settings.validate()
     with pytest.raises(ValueError, match="contact_threshold"):
         RuntimeSettings(contact_threshold=2.0).validate()
+
+
+def test_slow_walk_warp_defaults_sit_above_standing_and_below_the_walk():
+    settings = RuntimeSettings()
+    # a warped slow walk starts above the stand speed and ends at or below full-stick walking
+    assert settings.stand_speed * settings.max_speed_warp < settings.slow_walk_speed <= settings.walk_speed
