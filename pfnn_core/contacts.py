@@ -74,7 +74,11 @@ def foot_joints(names: list[str], parents=None) -> dict:
         else:
             foot, toe = parts.get("foot"), parts.get("toe")
         if foot is None:
-            raise ValueError(f"no {side} foot/ankle joint found among joint names {list(names)}")
+            raise ValueError(
+                f"no {side} foot joint: looked for a name containing 'foot' or 'ankle' (any case) with a "
+                f"{side} side marker ('{side.capitalize()}' anywhere, an {side[0].upper()}/{side[0]} prefix "
+                f"before a capital, or a separate {side[0].upper()}/{side[0]} as in Foot_{side[0].upper()}, "
+                f"{side[0]}_ankle, foot.{side[0]}); joints are {list(names)}")
         if toe is None and parents is not None:
             children = [j for j, p in enumerate(parents) if p == foot]
             toe = children[0] if children else None

@@ -144,11 +144,12 @@ class DriveRecord:
         return (self.t >= start - 1e-9) & (self.t < end - 1e-9)
 
 
-def foot_joint_indices(joint_names) -> list[int]:
-    """Foot_L, Toes_L, Foot_R, Toes_R joint indices (the contact feature order)."""
+def foot_joint_indices(joint_names, parents=None) -> list[int]:
+    """Foot_L, Toes_L, Foot_R, Toes_R joint indices (the contact feature order); with `parents`, a
+    skeleton without toe joints uses each foot's child (as training does), else the foot itself."""
     from pfnn_core import contacts
 
-    return contacts.contact_joint_order(contacts.foot_joints(list(joint_names)))
+    return contacts.contact_joint_order(contacts.foot_joints(list(joint_names), parents))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -374,16 +375,16 @@ def jerk_rows(records: dict, reference: MocapReference) -> list[Row]:
     """Mean jerk of all joints but the skeleton root, at the mocap's own frame rate, pooled over drives."""
     total = count = 0.0
     for record in records.values():
-        stride = max(1, int(round(reference.jerk_dt / record.dt)))
-        positions = record.joint_positions[::stride][:, _non_root_joints(record.joint_parents)]
+        positions = _at_rate(record.joint_positions, record.dt, reference.jerk_dt)
+        positions = positions[:, _non_root_joints(record.joint_parents)]
         if len(positions) < 4:
             continue
-        total += float(metrics.mean_jerk(positions, record.dt * stride)) * (len(positions) - 3)
+        total += float(metrics.mean_jerk(positions, reference.jerk_dt)) * (len(positions) - 3)
         count += len(positions) - 3
     jerk = total / count if count else math.nan
     rows = [Row("joint jerk (mean)", jerk, "m/s^3", reference.jerk, f"<= {MAX_JERK_RATIO:.1f}x mocap",
                 _at_most(jerk, MAX_JERK_RATIO * reference.jerk),
-                f"at {1 / reference.jerk_dt:.0f} Hz, the mocap's rate")]
+                f"mocap and drives both at {1 / reference.jerk_dt:.0f} Hz")]
     with_rotations = [r for r in records.values() if r.joint_rotations is not None and len(r.t) > 1]
     if with_rotations:
         popped = sum(float(metrics.pose_pops_per_minute(r.joint_rotations, r.dt)) * (len(r.t) - 1) * r.dt
@@ -392,6 +393,18 @@ def jerk_rows(records: dict, reference: MocapReference) -> list[Row]:
         rows.append(Row("pose pops per minute", popped / minutes, "", reference.pops_per_minute, "", None,
                         "ticks in which a joint turns > 30 deg"))
     return rows
+
+
+def _at_rate(positions: np.ndarray, dt: float, target_dt: float) -> np.ndarray:
+    """Drive positions [T, J, 3] sampled every `target_dt` (>= dt): every k-th tick when the ratio is
+    a whole number, else linear interpolation between ticks (a 24 or 25 fps mocap)."""
+    ratio = target_dt / dt
+    if abs(ratio - round(ratio)) < 1e-6:
+        return positions[::max(1, int(round(ratio)))]
+    times = np.arange(0.0, (len(positions) - 1) * dt + 1e-12, target_dt) / dt
+    lower = np.minimum(np.floor(times).astype(int), len(positions) - 2)
+    alpha = (times - lower)[:, None, None]
+    return (1.0 - alpha) * positions[lower] + alpha * positions[lower + 1]
 
 
 def timing_rows(records: dict) -> list[Row]:
@@ -528,7 +541,8 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
 
     Standing clips are left out (the drives' skating is measured on the moving drives). Jerk is taken
     at the file's frame rate because slerp-resampling 30 -> 60 Hz puts a kink at every source frame
-    (on the bundled walks: ~100 m/s^3 at 30 Hz, ~570 m/s^3 after resampling); the drives' jerk is
+    (on the bundled walks: ~100 m/s^3 at 30 Hz, ~570 m/s^3 after resampling); mocap faster than the
+    simulation is measured at the simulation rate instead; the drives' jerk is
     measured at the same rate (every other frame of a 60 Hz drive).
     """
     from pfnn_core import bvh, contacts, features, kinematics
@@ -542,12 +556,17 @@ def mocap_reference(paths, height_band: float = metrics.DEFAULT_HEIGHT_BAND) -> 
         if motion.num_frames < 4 or _is_standing_clip(positions, motion.parents, motion.names, motion.frame_time):
             continue
         joints = _non_root_joints(motion.parents)
-        jerk_sum += float(metrics.mean_jerk(positions[:, joints], motion.frame_time)) * (motion.num_frames - 3)
-        jerk_count += motion.num_frames - 3
-        jerk_dt = motion.frame_time if jerk_dt is None else jerk_dt
         resampled = motion if abs(motion.frame_time * features.SIM_FPS - 1) < 1e-6 else kinematics.resample(
             motion, features.SIM_FPS)
-        feet_60.append((resampled.global_positions()[:, foot_joint_indices(motion.names)], resampled.frame_time))
+        # Mocap faster than the simulation (120 fps) is measured at the simulation rate: the drives
+        # have no finer samples to compare with.
+        jerk_positions, clip_jerk_dt = ((positions, motion.frame_time) if motion.frame_time * features.SIM_FPS > 1 - 1e-6
+                                        else (resampled.global_positions(), resampled.frame_time))
+        jerk_dt = clip_jerk_dt if jerk_dt is None else jerk_dt
+        jerk_sum += float(metrics.mean_jerk(jerk_positions[:, joints], jerk_dt)) * (len(jerk_positions) - 3)
+        jerk_count += len(jerk_positions) - 3
+        feet_60.append((resampled.global_positions()[:, foot_joint_indices(motion.names, motion.parents)],
+                        resampled.frame_time))
         pops = float(metrics.pose_pops_per_minute(resampled.global_rotations(), resampled.frame_time))
         popped_steps += pops * (resampled.num_frames - 1) * resampled.frame_time / 60.0
         steps_60 += resampled.num_frames - 1
@@ -734,16 +753,54 @@ def record_from_drive_result(result) -> DriveRecord:
                        joint_contacts=np.asarray(result.joint_contacts, dtype=np.float64))
 
 
-def reference_clips(bvh_dir: Path, quick: bool) -> list[Path]:
-    """All bundled clips, or a few spread over the sorted list (every kind) for --quick."""
-    paths = sorted(Path(bvh_dir).glob("*.bvh"))
+def reference_clips(bvh_dir: Path, quick: bool, joint_names=None) -> list[Path]:
+    """All clips of the folder (on the model's skeleton when `joint_names` is given), or a few spread
+    over the sorted list (every kind) for --quick."""
+    paths = sorted(Path(bvh_dir).glob("*.bvh")) + sorted(Path(bvh_dir).glob("*.BVH"))
+    if joint_names is not None:
+        paths = clips_on_skeleton(paths, joint_names)
     if quick and len(paths) > 8:
         paths = [paths[i] for i in np.linspace(0, len(paths) - 1, 8).round().astype(int)]
     return paths
 
 
-def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=DEFAULT_BVH_DIR) -> dict:
+def bvh_joint_names(path) -> list[str]:
+    """Joint names of a BVH file from its HIERARCHY alone (the motion is not read)."""
+    names = []
+    with open(path, "rb") as stream:
+        for raw in stream:
+            words = raw.decode("utf-8", errors="replace").split()
+            if words and words[0].upper() == "MOTION":
+                break
+            if len(words) >= 2 and words[0].upper() in ("ROOT", "JOINT"):
+                names.append(" ".join(words[1:]).split("{")[0].strip())
+    return names
+
+
+def clips_on_skeleton(paths, joint_names) -> list[Path]:
+    """The files whose joints are exactly `joint_names` (a model only runs on its own skeleton)."""
+    return [Path(p) for p in paths if bvh_joint_names(p) == list(joint_names)]
+
+
+def reference_folder(meta: dict, bvh_dir=None) -> Path:
+    """Where the mocap reference and the held-out clips come from: `bvh_dir` when given, else the
+    folder the checkpoint was trained on (when it still exists), else the bundled clips."""
+    if bvh_dir is not None:
+        return Path(bvh_dir)
+    data = meta.get("data") or {}
+    stored = list(data.get("folders") or []) + list(((meta.get("training") or {}).get("config") or {}).get("data") or [])
+    for item in map(Path, stored):
+        folder = item if item.is_dir() else item.parent if item.is_file() else None
+        if folder is not None:
+            return folder
+    return DEFAULT_BVH_DIR
+
+
+def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None) -> dict:
     """Run the suite on one checkpoint; write out_dir/report.md, results.json and plots/*.png.
+
+    The mocap reference and held-out clips are the files of `reference_folder(meta, bvh_dir)` on the
+    checkpoint's skeleton; ValueError when there are none.
 
     Returns {"rows": [row dicts], "passed": n, "checked": m, "report": path, "results": path,
     "plots": [paths], "drives": {name: DriveRecord}}.
@@ -754,13 +811,22 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=DEFAULT_BVH_
     plots_dir = out_dir / "plots"
     plots_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = load_checkpoint(checkpoint_path)
+    skeleton = checkpoint.meta.get("skeleton") or {}
+    joint_names = list(skeleton.get("names") or [])
+    bvh_dir = reference_folder(checkpoint.meta, bvh_dir)
+    reference_paths = reference_clips(bvh_dir, quick, joint_names or None)
+    if not reference_paths:
+        raise ValueError(f"{bvh_dir}: no BVH file on the model's skeleton ({len(joint_names)} joints: "
+                         f"{', '.join(joint_names[:6])}, ...); pass --data FOLDER with clips of that skeleton")
     suite = drive_suite(quick)
     records = {drive.name: run_scripted_drive(drive, checkpoint, out_dir / "drives" / drive.name)
                for drive in suite}
     any_record = next(iter(records.values()))
-    foot_indices = foot_joint_indices(any_record.joint_names)
-    reference = mocap_reference(reference_clips(bvh_dir, quick))
+    foot_indices = list(skeleton.get("contact_joints") or foot_joint_indices(any_record.joint_names,
+                                                                              any_record.joint_parents))
+    reference = mocap_reference(reference_paths)
     held_out, held_out_note = held_out_clips(checkpoint.meta, bvh_dir)
+    held_out = clips_on_skeleton(held_out, joint_names) if joint_names else held_out
     rollouts = phase_consistency_rollouts(checkpoint, held_out, count=1 if quick else 6)
 
     rows = stability_rows(records)
@@ -795,12 +861,13 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=str(DEFAULT_MODEL), help="checkpoint (.safetensors)")
     parser.add_argument("--out", required=True, help="folder for report.md, results.json, plots/ and drives/")
     parser.add_argument("--quick", action="store_true", help="short drives and a small mocap reference")
-    parser.add_argument("--data", default=str(DEFAULT_BVH_DIR), help="BVH folder of the reference mocap")
+    parser.add_argument("--data", default=None, help="BVH folder of the reference mocap (default: the "
+                        "folder the model was trained on, else the bundled clips)")
     args = parser.parse_args(argv)
     from pfnn_core.checkpoint import CheckpointError
 
     try:
-        result = evaluate(args.model, args.out, quick=args.quick, bvh_dir=Path(args.data))
+        result = evaluate(args.model, args.out, quick=args.quick, bvh_dir=Path(args.data) if args.data else None)
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"pfnn-eval: {error}", file=sys.stderr)
         return 2

@@ -600,6 +600,10 @@ def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas:
     for clip_id, path in enumerate(paths):
         motion = bvh.load(str(path))
         if reference is None:
+            try:
+                skeleton_dict(motion)  # the foot, hip and hand roles every clip needs, found by name
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from None
             reference, layouts = motion, make_layouts(motion.num_joints)
         else:
             _check_same_skeleton(reference, motion, path)

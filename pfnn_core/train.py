@@ -92,8 +92,12 @@ def _indices(layout, name: str) -> np.ndarray:
 
 
 def _foot_joint_indices(data) -> list[int]:
+    """The contact joints the labels were made on (stored with the skeleton by the data builder)."""
     from pfnn_core.contacts import contact_joint_order, foot_joints
-    return contact_joint_order(foot_joints(list(data.skeleton["names"])))
+    stored = data.skeleton.get("contact_joints")
+    if stored:
+        return [int(j) for j in stored]
+    return contact_joint_order(foot_joints(list(data.skeleton["names"]), data.skeleton.get("parents")))
 
 
 def _data_summary(data) -> dict:
@@ -340,6 +344,8 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     meta_base_data = _data_summary(data)
     # The held-out clips by name, so an evaluation never has to repeat the split to find them.
     meta_base_data["val_files"] = sorted({data.clip_names[c] for c in np.unique(data.clip[val_rows])})
+    # Absolute, so `pfnn-eval` finds the clips of this skeleton from any working directory.
+    meta_base_data["folders"] = [str(Path(item).resolve()) for item in config.data]
     model_config = ModelConfig(input_size=data.x.shape[1], output_size=data.y.shape[1],
                                hidden_size=config.hidden_size, phase_function=config.phase_function,
                                num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout)
