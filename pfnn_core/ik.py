@@ -112,8 +112,8 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, t
                       fade_halflife: float, release_distance: float, dt: float) -> FootLocks:
     """Advance the pins of F foot joints by one tick.
 
-    A pin starts on the rising edge of a contact (at the foot's currently displayed position, so the
-    foot does not jump), holds while the contact stays high and the network's foot `foot_pos` stays
+    A pin starts on the rising edge of a contact, at full weight and at the foot's currently displayed
+    position (so the foot does not jump), holds while the contact stays high and the network's foot `foot_pos` stays
     within `release_distance` (horizontally) of it, and otherwise fades out.
     """
     foot_pos = np.asarray(foot_pos, dtype=float)
@@ -125,7 +125,9 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, t
     offset = (target - foot_pos)[..., [0, 2]]
     too_far = np.linalg.norm(offset, axis=-1) > release_distance
     active = (in_contact & (locks.active | rising)) & ~too_far
-    weight = fade_weight(locks.weight, active.astype(float), fade_halflife, dt)
+    # A new pin starts where the foot is shown, so it can take full weight at once without a jump; only
+    # the release fades (the shown foot then glides back to the network's foot).
+    weight = np.where(rising & active, 1.0, fade_weight(locks.weight, active.astype(float), fade_halflife, dt))
     return FootLocks(target, weight, active)
 
 
