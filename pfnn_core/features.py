@@ -216,12 +216,21 @@ def hips_joint(names, parents, global_positions=None) -> int:
     return root
 
 
-def _topmost_side_ancestor(joint: int, parents, names) -> int:
+def _topmost_side_ancestor(joint: int, parents, names, positions=None) -> int:
+    """The highest joint of `joint`'s side chain (hip for a foot, shoulder/clavicle for a hand).
+
+    With `positions` (one pose, [J, 3]) a side joint sitting exactly on its parent (CMU's LHipJoint on
+    the hips) is not taken: both sides' lines would start at the same point and give no direction.
+    """
     side = joint_side(names[joint])
     top = joint
     parent = parents[joint]
     while parent >= 0 and joint_side(names[parent]) == side:
-        top, parent = parent, parents[parent]
+        grandparent = parents[parent]
+        if positions is not None and grandparent >= 0 and \
+                np.linalg.norm(positions[parent] - positions[grandparent]) < 1e-6:
+            break
+        top, parent = parent, grandparent
     return top
 
 
@@ -234,15 +243,18 @@ def _hand_joints(names) -> dict:
     return hands
 
 
-def body_lines(names, parents) -> dict:
-    """Joint pairs (left, right) for the hip line and, when found, the shoulder line."""
+def body_lines(names, parents, positions=None) -> dict:
+    """Joint pairs (left, right) for the hip line and, when found, the shoulder line.
+
+    `positions` ([J, 3], any one pose) lets the search skip side joints that coincide with their parent.
+    """
     feet = foot_joints(names, parents)
-    lines = {"hips": (_topmost_side_ancestor(feet["left_foot"], parents, names),
-                      _topmost_side_ancestor(feet["right_foot"], parents, names))}
+    lines = {"hips": (_topmost_side_ancestor(feet["left_foot"], parents, names, positions),
+                      _topmost_side_ancestor(feet["right_foot"], parents, names, positions))}
     hands = _hand_joints(names)
     if "left" in hands and "right" in hands:
-        lines["shoulders"] = (_topmost_side_ancestor(hands["left"], parents, names),
-                              _topmost_side_ancestor(hands["right"], parents, names))
+        lines["shoulders"] = (_topmost_side_ancestor(hands["left"], parents, names, positions),
+                              _topmost_side_ancestor(hands["right"], parents, names, positions))
     return lines
 
 
@@ -253,7 +265,7 @@ def body_lines(names, parents) -> dict:
 def facing_directions(global_positions, names, parents, dt: float, sigma_s: float = FACING_SIGMA_S) -> np.ndarray:
     """Unit facing (x, z) [F, 2]: the smoothed mean of the hip-line and shoulder-line normals."""
     normals = []
-    for left, right in body_lines(names, parents).values():
+    for left, right in body_lines(names, parents, global_positions[0]).values():
         across = global_positions[:, left, [0, 2]] - global_positions[:, right, [0, 2]]
         # forward = across x up: with +X on the left, this is +Z.
         normal = np.stack([-across[:, 1], across[:, 0]], axis=-1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfnn_core import bvh
+from pfnn_core import bvh, features
 from pfnn_core.features import (
     FUTURE_OFFSETS, TRAJ_OFFSETS, FeatureLayout, ModelLayout, build_training_data, clip_features,
     gait_from_speed, make_layouts, normalisation, root_frames, split_by_clip, trajectory_window,
@@ -187,3 +187,16 @@ def test_bad_inputs(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         build_training_data([tmp_path / "fast.bvh"], mirror=False)
     assert "fast.bvh" in caplog.text and "implausible" in caplog.text
+
+
+def test_hip_line_skips_side_joints_sitting_on_the_hips():
+    """CMU skeletons put LHipJoint/RHipJoint exactly on the hips: the hip line must use the upper legs."""
+    names = ["Hips", "LHipJoint", "LeftUpLeg", "LeftLeg", "LeftFoot", "RHipJoint", "RightUpLeg", "RightLeg", "RightFoot"]
+    parents = np.array([-1, 0, 1, 2, 3, 0, 5, 6, 7])
+    positions = np.array([[0, 1, 0], [0, 1, 0], [0.1, 0.9, 0], [0.1, 0.5, 0], [0.1, 0.1, 0],
+                          [0, 1, 0], [-0.1, 0.9, 0], [-0.1, 0.5, 0], [-0.1, 0.1, 0]], dtype=float)
+    assert features.body_lines(names, parents, positions)["hips"] == (2, 6)
+    # Walking towards +Z with the left leg at +X: the facing is +Z.
+    walk = np.repeat(positions[None], 10, axis=0)
+    facing = features.facing_directions(walk, names, parents, dt=1 / 60)
+    np.testing.assert_allclose(facing, np.tile([0.0, 1.0], (10, 1)), atol=1e-9)
