@@ -34,75 +34,32 @@ class PlaybackClip:
         return (len(self.joint_pos) - 1) * self.frame_time
 
 
-def _side(name: str) -> int:
-    lowered = name.lower()
-    if lowered.endswith(("_l", ".l")) or "left" in lowered or lowered.startswith("l_"):
-        return 1
-    if lowered.endswith(("_r", ".r")) or "right" in lowered or lowered.startswith("r_"):
-        return -1
-    return 0
-
-
-def hips_index(names, parents) -> int:
-    """The hips: a joint named hips/pelvis, else the first joint with more than one child."""
-    for index, name in enumerate(names):
-        if any(key in name.lower() for key in ("hips", "pelvis")):
-            return index
-    parents = np.asarray(parents)
-    return next((j for j in range(len(parents)) if np.sum(parents == j) > 1), 0)
-
-
-def facing_directions(joint_pos: np.ndarray, names, smooth_frames: int = 5) -> np.ndarray:
-    """[F, 3] facing on the ground: the normal of the left-minus-right line through the top joints of
-    the legs and arms (the average of the hip-line and shoulder-line normals), smoothed over time."""
-    left = [j for j, n in enumerate(names) if _side(n) > 0]
-    right = [j for j, n in enumerate(names) if _side(n) < 0]
-    if not left or not right:
-        return np.tile(np.array([0.0, 0.0, 1.0]), (len(joint_pos), 1))
-    # the two joints nearest the root on each side (upper leg, shoulder) carry the body's orientation
-    across = joint_pos[:, left[:2]].mean(axis=1) - joint_pos[:, right[:2]].mean(axis=1)
-    facing = np.cross(across, np.array([0.0, 1.0, 0.0]))
-    facing[:, 1] = 0.0
-    if smooth_frames > 1 and len(facing) > smooth_frames:
-        kernel = np.ones(smooth_frames) / smooth_frames
-        padded = np.pad(facing, ((smooth_frames // 2, smooth_frames - 1 - smooth_frames // 2), (0, 0)), mode="edge")
-        facing = np.stack([np.convolve(padded[:, k], kernel, mode="valid") for k in range(3)], axis=-1)
-    return facing / np.maximum(np.linalg.norm(facing, axis=-1, keepdims=True), 1e-9)
-
-
-def clip_from_positions(name: str, names, parents, frame_time: float, joint_pos: np.ndarray) -> PlaybackClip:
-    """Precompute root path, facing, contacts and phase of a motion given as world joint positions."""
-    from pfnn_core import contacts as contacts_module
-    from pfnn_core import phase as phase_module
-
-    joint_pos = np.asarray(joint_pos, np.float64)
-    hips = hips_index(names, parents)
-    root_pos = joint_pos[:, hips] * np.array([1.0, 0.0, 1.0])
-    contact_joints, contact_labels = None, None
-    phase = np.zeros(len(joint_pos))
-    try:
-        feet = contacts_module.foot_joints(list(names), parents)
-        contact_joints = np.array(contacts_module.contact_joint_order(feet))
-        labels = contacts_module.foot_contacts(joint_pos[:, contact_joints], frame_time)
-        contact_labels = labels.astype(np.float64)
-        phase = phase_module.phase_from_contacts(labels[:, 2] | labels[:, 3], labels[:, 0] | labels[:, 1])
-    except ValueError:
-        pass  # a skeleton without recognisable feet plays without contacts and phase
-    return PlaybackClip(name, tuple(names), np.asarray(parents), float(frame_time), joint_pos, root_pos,
-                        facing_directions(joint_pos, names), contact_joints, contact_labels,
-                        np.asarray(phase, np.float64) % 1.0)
-
-
 def load_clip(path) -> PlaybackClip:
-    """Load a BVH file into a clip. Raises ValueError (bvh.BVHError) or OSError on a bad file."""
-    from pfnn_core import bvh
+    """Load a BVH file into a clip, labelled by the same code as the training data (root frames,
+    contacts, phase). Raises ValueError (bvh.BVHError) or OSError on a bad file."""
+    from pfnn_core import bvh, features
 
     motion = bvh.load(str(path))
-    positions = np.asarray(motion.global_positions(), np.float64)
-    if positions.ndim != 3 or len(positions) < 1:
+    if motion.num_frames < 1:
         raise ValueError(f"{path}: no frames")
-    return clip_from_positions(Path(path).name, list(motion.names), np.asarray(motion.parents),
-                               float(motion.frame_time), positions)
+    try:
+        labels = features.clip_labels(motion)
+    except ValueError:
+        # A skeleton without recognisable feet plays without contacts and phase, rooted at its root joint.
+        joint_pos = motion.global_positions()
+        root_pos = joint_pos[:, 0] * np.array([1.0, 0.0, 1.0])
+        root_dir = np.tile([0.0, 0.0, 1.0], (motion.num_frames, 1))
+        return PlaybackClip(Path(path).name, tuple(motion.names), np.asarray(motion.parents),
+                            float(motion.frame_time), joint_pos, root_pos, root_dir, None, None,
+                            np.zeros(motion.num_frames))
+    frames = motion.num_frames
+    root_pos = np.zeros((frames, 3))
+    root_pos[:, [0, 2]] = labels.root_xz
+    root_dir = np.stack([np.sin(labels.root_yaw), np.zeros(frames), np.cos(labels.root_yaw)], axis=-1)
+    return PlaybackClip(Path(path).name, tuple(motion.names), np.asarray(motion.parents), float(motion.frame_time),
+                        np.asarray(labels.global_positions, np.float64), root_pos, root_dir,
+                        np.asarray(labels.contact_joints), labels.contacts.astype(np.float64),
+                        np.asarray(labels.phase, np.float64) % 1.0)
 
 
 def _sample(values: np.ndarray, frame: float):
