@@ -13,6 +13,7 @@ import numpy as np
 
 from app.camera import OrbitCamera, gl_bytes
 from app.overlays import OverlayGeometry
+from pfnn_core.contacts import joint_side
 from app.scene import SceneFrame, drawn_bones, drawn_joints
 
 SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
@@ -134,16 +135,6 @@ def character_bounds(frames: list[SceneFrame]) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * (low + high), 0.5 * np.linalg.norm(high - low, axis=-1) + CHARACTER_MARGIN
 
 
-def joint_side(name: str) -> int:
-    """+1 left, -1 right, 0 centre, from naming conventions (_L, Left, l_, ...)."""
-    lowered = name.lower()
-    if lowered.endswith(("_l", ".l")) or lowered.startswith(("left", "l_")) or "left" in lowered:
-        return 1
-    if lowered.endswith(("_r", ".r")) or lowered.startswith(("right", "r_")) or "right" in lowered:
-        return -1
-    return 0
-
-
 BONE_RADII = (  # keyword in the PARENT joint's name -> capsule radius in metres (first match wins)
     ("upperleg", 0.058), ("upleg", 0.058), ("thigh", 0.058), ("lowerleg", 0.045), ("leg", 0.045),
     ("toe", 0.024), ("foot", 0.034), ("ankle", 0.034), ("hips", 0.07), ("pelvis", 0.07),
@@ -172,7 +163,7 @@ class SkeletonStyle:
 def skeleton_style(parents: np.ndarray, names, palette: Palette) -> SkeletonStyle:
     parents = np.asarray(parents)
     names = list(names) if names is not None else [f"joint{j}" for j in range(len(parents))]
-    side_colour = {1: np.array(palette.left), -1: np.array(palette.right), 0: np.array(palette.centre)}
+    side_colour = {"left": np.array(palette.left), "right": np.array(palette.right), None: np.array(palette.centre)}
     bones = drawn_bones(parents)
     radius = np.array([bone_radius(names[p]) for _, p in bones], np.float32)
     colour = np.array([side_colour[joint_side(names[c])] for c, _ in bones], np.float32).reshape(-1, 3)

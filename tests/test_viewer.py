@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from app.camera import OrbitCamera, look_at, project_points
+from app.camera import OrbitCamera, look_at, perspective, project_points
+from app.renderer import horizon_ndc_y, spheres_in_view, uncovered_rects
 from app.input import InputDevices, InputFrame, combine, gamepad_frame, keyboard_frame, radial_deadzone
 from app.overlays import (COMMAND_COLOUR, PREDICTED_COLOUR, OverlayGeometry, contacts_geometry,
                           phase_geometry, trajectory_geometry)
@@ -49,6 +50,38 @@ def test_stick_forward_moves_the_way_the_camera_looks(yaw):
     np.testing.assert_allclose(forward / np.linalg.norm(forward), looking, atol=1e-9)
     # screen right = looking direction turned clockwise seen from above (x, z) -> (-z, x)
     np.testing.assert_allclose(right / np.linalg.norm(right), [-looking[1], looking[0]], atol=1e-9)
+
+
+def test_horizon_height_matches_the_camera_pitch():
+    """A camera pitched down by a looks at the horizon tan(a)/tan(fov/2) above the screen centre."""
+    pitch, fov = np.radians(20.0), np.radians(50.0)
+    view = look_at(np.array([0.0, 3.0, 0.0]), np.array([0.0, 3.0 - np.tan(pitch), 1.0]))
+    proj = perspective(fov, 16 / 9, 0.1, 100.0)
+    assert horizon_ndc_y(proj, view) == pytest.approx(np.tan(pitch) / np.tan(fov / 2), abs=1e-6)
+
+
+def test_uncovered_rects_tile_the_framebuffer_around_the_panel():
+    size, panel = (1280, 720), (830, 12, 438, 696)
+    rects = uncovered_rects(size, panel)
+    covered = np.zeros(size[::-1], bool)
+    for x, y, w, h in rects:
+        assert not covered[y:y + h, x:x + w].any()  # no overlap
+        covered[y:y + h, x:x + w] = True
+    x, y, w, h = panel
+    expected = np.ones(size[::-1], bool)
+    expected[y:y + h, x:x + w] = False
+    assert (covered == expected).all()
+    assert uncovered_rects(size, None) == [(0, 0, 1280, 720)]
+
+
+def test_spheres_behind_or_beside_the_camera_are_culled():
+    view = look_at(np.array([0.0, 1.0, 0.0]), np.array([0.0, 1.0, 1.0]))
+    view_proj = perspective(np.radians(50.0), 16 / 9, 0.1, 100.0) @ view
+    # The right edge of the view at 5 m ahead is x = 5 tan(25 deg) 16/9 = 4.14 m (x is to the left).
+    centres = np.array([[0.0, 1.0, 5.0], [0.0, 1.0, -5.0], [50.0, 1.0, 5.0], [-4.75, 1.0, 5.0], [-4.75, 1.0, 5.0]])
+    inside = spheres_in_view(centres, np.array([0.5, 0.5, 0.5, 1.0, 0.2]), view_proj)
+    # ahead: in; behind: out; far aside: out; centre 0.47 m beyond the edge plane: in with radius 1, out with 0.2
+    assert inside.tolist() == [True, False, False, True, False]
 
 
 def test_camera_follow_is_a_halflife_damper():
