@@ -327,12 +327,12 @@ def foot_rows(records: dict, foot_indices, reference: MocapReference) -> list[Ro
     penetration = max(float(metrics.foot_penetration(r.joint_positions[:, foot_indices], ground))
                       for r in records.values())
     moving = [r for name, r in records.items() if name not in ("idle", "strafe")] or list(records.values())
-    skating, weighted, ratio = _pooled_skating([(r.joint_positions[:, foot_indices], r.dt) for r in moving],
-                                               ground, reference.height_band)
-    band = f"within {100 * reference.height_band:.1f} cm of the planted height"
     threshold = RuntimeSettings().contact_threshold
-    on_contact = _pooled_contact_speed([(r.joint_positions[:, foot_indices], r.joint_contacts > threshold, r.dt)
-                                        for r in moving if r.joint_contacts is not None])
+    pieces = [piece for r in moving for piece in _forward_pieces(r, foot_indices, threshold)]
+    skating, weighted, ratio = _pooled_skating([(feet, dt) for feet, _, dt in pieces], ground,
+                                               reference.height_band)
+    band = f"within {100 * reference.height_band:.1f} cm of the planted height"
+    on_contact = _pooled_contact_speed([piece for piece in pieces if piece[1] is not None])
     return [
         Row("foot penetration (deepest)", 100.0 * penetration, "cm", None, f"<= {100 * MAX_PENETRATION:.0f} cm",
             _at_most(penetration, MAX_PENETRATION)),
@@ -340,11 +340,21 @@ def foot_rows(records: dict, foot_indices, reference: MocapReference) -> list[Ro
             _at_most(on_contact, reference.contact_speed),
             f"foot locking on; the network's contact > {threshold:g} against the mocap's labels"),
         Row("foot skating (near-ground speed)", 100.0 * skating, "cm/s", 100.0 * reference.skating, "<= mocap",
-            _at_most(skating, reference.skating), f"all drives but idle and strafe; {band}"),
+            _at_most(skating, reference.skating), f"all drives but idle and strafed segments; {band}"),
         Row("foot skating (MANN-weighted)", 100.0 * weighted, "cm/s", 100.0 * reference.skating_weighted,
             "<= mocap", _at_most(weighted, reference.skating_weighted)),
         Row("foot skating ratio (> 2.5 cm per 1/30 s)", 100.0 * ratio, "%", 100.0 * reference.skating_ratio),
     ] + strafe_contact_rows(records, foot_indices, threshold)
+
+
+def _forward_pieces(record: DriveRecord, foot_indices, threshold: float) -> list:
+    """(feet [T, 4, 3], contacts [T, 4] bool or None, dt) for each run of ticks without a strafe facing."""
+    strafing = (record.log["cmd_face_x"] != 0.0) | (record.log["cmd_face_z"] != 0.0)
+    edges = np.flatnonzero(np.diff(np.concatenate([[1], strafing.astype(int), [1]])))
+    feet = record.joint_positions[:, foot_indices]
+    contacts = None if record.joint_contacts is None else record.joint_contacts > threshold
+    return [(feet[a:b], None if contacts is None else contacts[a:b], record.dt)
+            for a, b in zip(edges[::2], edges[1::2]) if b - a >= 2]
 
 
 def strafe_contact_rows(records: dict, foot_indices, threshold: float) -> list[Row]:

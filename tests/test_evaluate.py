@@ -235,3 +235,14 @@ def test_quick_run_numbers_are_finite(quick_run):
 def test_bad_model_path_is_a_clear_error(tmp_path, capsys):
     assert evaluate.main(["--model", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "o")]) == 2
     assert "missing.safetensors" in capsys.readouterr().err
+
+
+def test_foot_measures_leave_out_strafed_ticks():
+    """The mocap has no side-stepping: ticks with a strafe facing are cut out of the pooled foot figures."""
+    ticks = 10
+    log = {"cmd_face_x": np.array([0, 0, 0, 1, 1, 0, 0, 0, 0, 1.0]), "cmd_face_z": np.zeros(ticks)}
+    record = evaluate.DriveRecord(log, np.arange(ticks * 5 * 3, dtype=float).reshape(ticks, 5, 3),
+                                  [f"j{i}" for i in range(5)], np.zeros(5), joint_contacts=np.ones((ticks, 4)))
+    pieces = evaluate._forward_pieces(record, [0, 1, 2, 3], 0.5)
+    assert [len(feet) for feet, _, _ in pieces] == [3, 4]
+    np.testing.assert_array_equal(pieces[1][0], record.joint_positions[5:9, :4])
