@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .kinematics import forward_kinematics
-from .quat import quat_mul, quat_to_euler, quat_to_matrix
+from .quat import quat_mul, quat_to_euler
 
 CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
 _CANONICAL_CHANNEL = {name.lower(): name for name in CHANNEL_NAMES}

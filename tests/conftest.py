@@ -22,3 +22,37 @@ def bvh_dir() -> Path:
 @pytest.fixture(scope="session")
 def bundled_bvh_files() -> list[Path]:
     return sorted(BVH_DIR.glob("*.bvh"))
+
+
+def make_random_checkpoint(motion, path, extra_meta=None, hidden_size=32) -> Path:
+    """A randomly initialised small PFNN with the real layout, skeleton, norms and stride of one clip:
+    enough for code that runs a model without judging its motion."""
+    import numpy as np
+    import torch
+
+    from pfnn_core import features
+    from pfnn_core.checkpoint import save_checkpoint
+    from pfnn_core.model import PFNN, ModelConfig
+    from pfnn_core.phase import stride_statistics
+
+    layouts = features.make_layouts(motion.num_joints)
+    clip = features.clip_features(motion, layouts)
+    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
+    torch.manual_seed(0)
+    model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=hidden_size))
+    meta = {"skeleton": features.skeleton_dict(motion),
+            "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
+            "gait_speeds": {"walk": 1.2, "run": 3.4}, **(extra_meta or {})}
+    return save_checkpoint(path, model, layouts, norm, meta)
+
+
+@pytest.fixture(scope="session")
+def walk_motion():
+    from pfnn_core import bvh
+
+    return bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh")
+
+
+@pytest.fixture(scope="session")
+def random_checkpoint(walk_motion, tmp_path_factory) -> Path:
+    return make_random_checkpoint(walk_motion, tmp_path_factory.mktemp("ckpt") / "random.safetensors")

@@ -4,13 +4,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from pfnn_core import bvh, features
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core import bvh
+from pfnn_core.checkpoint import load_checkpoint
 from pfnn_core.drive import LOG_COLUMNS, ScriptError, load_script, main, parse_script, run_drive
-from pfnn_core.model import PFNN, ModelConfig
-from pfnn_core.phase import stride_statistics
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT_SCRIPT = {"name": "short", "segments": [
@@ -19,23 +16,6 @@ SHORT_SCRIPT = {"name": "short", "segments": [
     {"duration": 0.5, "move": [1, 0], "run": True},
     {"duration": 0.5, "move": [0.6, 0.0], "face": [0, 1]},
 ]}
-
-
-@pytest.fixture(scope="module")
-def random_checkpoint(bvh_dir, tmp_path_factory):
-    """A randomly initialised small PFNN with the real layout, skeleton, norms and stride of one clip."""
-    motion = bvh.load(bvh_dir / "dataset-2_walk_normal_001.bvh")
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts)
-    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
-    torch.manual_seed(0)
-    model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=32))
-    meta = {"skeleton": features.skeleton_dict(motion),
-            "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
-            "gait_speeds": {"walk": 1.2, "run": 3.4}}
-    path = tmp_path_factory.mktemp("ckpt") / "random.safetensors"
-    save_checkpoint(path, model, layouts, norm, meta)
-    return path
 
 
 def test_drive_writes_a_bvh_the_loader_reads_back_and_the_exact_log(random_checkpoint, tmp_path):

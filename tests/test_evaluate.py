@@ -6,12 +6,9 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from pfnn_core import bvh, drive, evaluate, features
-from pfnn_core.checkpoint import save_checkpoint
-from pfnn_core.model import PFNN, ModelConfig
-from pfnn_core.phase import stride_statistics
+from conftest import make_random_checkpoint
 
 DT = 1.0 / 60.0
 JOINTS = 22
@@ -181,21 +178,13 @@ def test_rollout_of_a_perfect_network_matches_the_mocap(bvh_dir):
 
 
 @pytest.fixture(scope="module")
-def quick_run(bvh_dir, tmp_path_factory):
+def quick_run(bvh_dir, walk_motion, tmp_path_factory):
     """pfnn-eval --quick on a randomly initialised small PFNN with the real layout and skeleton."""
-    motion = bvh.load(bvh_dir / "dataset-2_walk_normal_001.bvh")
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts)
-    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
-    torch.manual_seed(0)
-    model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=32))
     files = sorted(p.name for p in bvh_dir.glob("*.bvh"))
-    meta = {"skeleton": features.skeleton_dict(motion),
-            "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
-            "gait_speeds": {"walk": 1.2, "run": 3.4},
-            "data": {"files": files}, "training": {"config": {"val_fraction": 0.1, "seed": 0}}}
     folder = tmp_path_factory.mktemp("eval")
-    checkpoint = save_checkpoint(folder / "random.safetensors", model, layouts, norm, meta)
+    checkpoint = make_random_checkpoint(
+        walk_motion, folder / "random.safetensors",
+        {"data": {"files": files}, "training": {"config": {"val_fraction": 0.1, "seed": 0}}})
     out = folder / "report"
     code = evaluate.main(["--model", str(checkpoint), "--out", str(out), "--quick"])
     return code, out

@@ -5,12 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core import bvh, features
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core import features
+from pfnn_core.checkpoint import load_checkpoint
 from pfnn_core.controller import command_from_world_move, stand_command
 from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.model import PFNN, ModelConfig
-from pfnn_core.phase import stride_statistics
 from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_to_yaw
 from pfnn_core.quat import quat_from_angle_axis, quat_from_matrix, quat_to_matrix
 from pfnn_core.runtime import (HALFLIFE_TO_RATE, Character, advance_phase_by_network, advance_phase_by_speed,
@@ -23,27 +21,6 @@ from pfnn_core.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
-
-
-@pytest.fixture(scope="module")
-def walk_motion(bvh_dir):
-    return bvh.load(bvh_dir / "dataset-2_walk_normal_001.bvh")
-
-
-@pytest.fixture(scope="module")
-def random_checkpoint(walk_motion, tmp_path_factory):
-    """A randomly initialised small PFNN with the real layout, skeleton, norms and stride of one clip."""
-    layouts = features.make_layouts(walk_motion.num_joints)
-    clip = features.clip_features(walk_motion, layouts)
-    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
-    torch.manual_seed(0)
-    model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=32))
-    meta = {"skeleton": features.skeleton_dict(walk_motion),
-            "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
-            "gait_speeds": {"walk": 1.2, "run": 3.4}}
-    path = tmp_path_factory.mktemp("ckpt") / "random.safetensors"
-    save_checkpoint(path, model, layouts, norm, meta)
-    return path
 
 
 # --- springs ------------------------------------------------------------------------------------

@@ -3,11 +3,9 @@ clips, training job) and the real window rendered headless through EGL (pixels, 
 actions, broken files). One module-scoped viewer is shared to keep the file fast."""
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from app.camera import OrbitCamera, look_at, perspective, project_points
 from app.renderer import horizon_ndc_y, spheres_in_view, uncovered_rects
@@ -17,11 +15,8 @@ from app.overlays import (COMMAND_COLOUR, PREDICTED_COLOUR, OverlayGeometry, con
 from app.playback import load_clip
 from app.scene import SceneFrame, drawn_bones, lerp, lerp_phase
 from app.training_job import TrainingJob, eta_seconds
-from pfnn_core import bvh, features
-from pfnn_core.checkpoint import save_checkpoint
+from pfnn_core import bvh
 from pfnn_core.controller import command_from_stick
-from pfnn_core.model import PFNN, ModelConfig
-from pfnn_core.phase import stride_statistics
 from pfnn_core.settings import RuntimeSettings
 
 WIDTH, HEIGHT = 640, 360
@@ -277,20 +272,8 @@ def test_a_failing_training_job_keeps_its_error():
 # ---- the real window, headless ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def checkpoint_path(bvh_dir, tmp_path_factory):
-    """A small randomly initialised PFNN with the real layout, skeleton, norms and stride of one clip."""
-    motion = bvh.load(bvh_dir / WALK)
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts)
-    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
-    torch.manual_seed(0)
-    model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=32))
-    meta = {"skeleton": features.skeleton_dict(motion),
-            "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
-            "gait_speeds": {"walk": 1.2, "run": 3.4}}
-    path = tmp_path_factory.mktemp("viewer") / "random.safetensors"
-    save_checkpoint(path, model, layouts, norm, meta)
-    return path
+def checkpoint_path(random_checkpoint):
+    return random_checkpoint
 
 
 @pytest.fixture(scope="module")
