@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pfnn_core.quat import quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize
+from pfnn_core.quat import quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize, stack_last, vector_length
 
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
 
@@ -30,7 +30,7 @@ def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.cross for [..., 3] without its axis bookkeeping (this runs every tick on tiny arrays)."""
     ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
     bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+    return stack_last(ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
 
 
 def _rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -45,11 +45,13 @@ def _rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
                           np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
         axis = np.where(opposite[..., None], cross3(u, helper), axis)
         w = np.where(opposite, 0.0, w)
-    return quat_normalize(np.concatenate([w[..., None], axis], axis=-1))
+    rotation = np.empty(w.shape + (4,))
+    rotation[..., 0], rotation[..., 1:] = w, axis
+    return quat_normalize(rotation)
 
 
 def _normalize(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), eps)
+    return v / np.maximum(vector_length(v, keepdims=True), eps)
 
 
 def _angle_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -69,11 +71,11 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
     target = np.asarray(target, dtype=float)
     thigh = b - a
     shin = c - b
-    thigh_length = np.linalg.norm(thigh, axis=-1)
-    shin_length = np.linalg.norm(shin, axis=-1)
+    thigh_length = vector_length(thigh)
+    shin_length = vector_length(shin)
     reach_max = (thigh_length + shin_length) * (1.0 - _REACH_MARGIN)
     reach_min = np.abs(thigh_length - shin_length) * (1.0 + _REACH_MARGIN) + 1e-6
-    reach = np.clip(np.linalg.norm(target - a, axis=-1), reach_min, reach_max)
+    reach = np.clip(vector_length(target - a), reach_min, reach_max)
 
     # 1. Bend the knee to the angle that puts the ankle at the reach distance (law of cosines).
     knee_angle_now = _angle_between(a - b, c - b)
@@ -81,7 +83,7 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
     knee_angle_goal = np.arccos(np.clip(cos_goal, -1.0, 1.0))
     bend_axis = cross3(thigh, shin)
     straight_axis = cross3(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
-    bent = np.linalg.norm(bend_axis, axis=-1, keepdims=True) > 1e-6 * np.maximum(
+    bent = vector_length(bend_axis, keepdims=True) > 1e-6 * np.maximum(
         thigh_length * shin_length, 1e-12)[..., None]
     bend_axis = _normalize(np.where(bent, bend_axis, straight_axis))
     knee_turn = quat_from_angle_axis(knee_angle_now - knee_angle_goal, bend_axis)
@@ -123,7 +125,7 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, t
     rising = in_contact & ~was_in_contact
     target = np.where(rising[..., None], displayed, locks.target)
     offset = (target - foot_pos)[..., [0, 2]]
-    too_far = np.linalg.norm(offset, axis=-1) > release_distance
+    too_far = vector_length(offset) > release_distance
     active = (in_contact & (locks.active | rising)) & ~too_far
     # A new pin starts where the foot is shown, so it can take full weight at once without a jump; only
     # the release fades (the shown foot then glides back to the network's foot).
@@ -161,7 +163,8 @@ def aim_at_reach(center, aim, length) -> np.ndarray:
     height difference allows: a foot turned toward it puts the toe at exactly that height."""
     offset = aim - center
     rise = np.clip(offset[..., 1], -length, length)
-    flat = np.stack([offset[..., 0], np.zeros_like(offset[..., 0]), offset[..., 2]], axis=-1)
+    flat = offset.copy()
+    flat[..., 1] = 0.0
     flat = _normalize(flat) * np.sqrt(np.maximum(length ** 2 - rise ** 2, 0.0))[..., None]
     flat[..., 1] = rise
     return center + flat
@@ -171,6 +174,6 @@ def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.n
     """Rotate the ankle's global rotation about the ankle so the toe points toward `toe_aim`,
     by `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
     full = _rotation_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
-    angle = 2.0 * np.arctan2(np.linalg.norm(full[..., 1:], axis=-1), full[..., 0])
+    angle = 2.0 * np.arctan2(vector_length(full[..., 1:]), full[..., 0])
     partial = quat_from_angle_axis(np.asarray(weight) * angle, full[..., 1:])
     return quat_normalize(quat_mul(partial, ankle_rot))

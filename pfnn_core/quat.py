@@ -29,15 +29,30 @@ def quat_identity(shape=()) -> np.ndarray:
     return q
 
 
+def stack_last(*components) -> np.ndarray:
+    """``np.stack(components, axis=-1)`` for a few arrays of one shape (later ones may broadcast to the
+    first), without np.stack's per-call bookkeeping: the runtime tick stacks many tiny arrays."""
+    first = np.asarray(components[0])
+    out = np.empty(first.shape + (len(components),), dtype=np.result_type(*components))
+    for index, component in enumerate(components):
+        out[..., index] = component
+    return out
+
+
+def vector_length(v: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """``np.linalg.norm(v, axis=-1)`` (the same sum of squares and sqrt) without its dispatch overhead."""
+    return np.sqrt(np.sum(v * v, axis=-1, keepdims=keepdims))
+
+
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack([
+    return stack_last(
         aw * bw - ax * bx - ay * by - az * bz,
         aw * bx + ax * bw + ay * bz - az * by,
         aw * by - ax * bz + ay * bw + az * bx,
         aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    )
 
 
 def quat_inv(q: np.ndarray) -> np.ndarray:
@@ -48,7 +63,7 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # np.cross moves axes around; this is several times faster on small batches.
     ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
     bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+    return stack_last(ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
 
 
 def quat_mul_vec(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -67,7 +82,7 @@ def quat_inv_mul_vec(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def quat_normalize(q: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), eps)
+    return q / np.maximum(vector_length(q, keepdims=True), eps)
 
 
 def quat_abs(q: np.ndarray) -> np.ndarray:
@@ -89,7 +104,7 @@ def quat_unroll(q: np.ndarray) -> np.ndarray:
 def quat_from_angle_axis(angle, axis) -> np.ndarray:
     angle = np.asarray(angle, dtype=float)
     axis = np.asarray(axis, dtype=float)
-    axis = axis / np.maximum(np.linalg.norm(axis, axis=-1, keepdims=True), 1e-12)
+    axis = axis / np.maximum(vector_length(axis, keepdims=True), 1e-12)
     half = angle[..., None] / 2.0
     return np.concatenate([np.cos(half), np.sin(half) * axis], axis=-1)
 
@@ -211,13 +226,15 @@ def quat_from_matrix(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=float)
     m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
     trace = m00 + m11 + m22
+    x_diff, y_diff, z_diff = m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]
+    xy_sum, xz_sum, yz_sum = m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1]
     candidates = np.stack([
-        np.stack([1 + trace, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1),
-        np.stack([m[..., 2, 1] - m[..., 1, 2], 1 + m00 - m11 - m22, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
-        np.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 - m00 + m11 - m22, m[..., 1, 2] + m[..., 2, 1]], -1),
-        np.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m00 - m11 + m22], -1),
+        stack_last(1 + trace, x_diff, y_diff, z_diff),
+        stack_last(x_diff, 1 + m00 - m11 - m22, xy_sum, xz_sum),
+        stack_last(y_diff, xy_sum, 1 - m00 + m11 - m22, yz_sum),
+        stack_last(z_diff, xz_sum, yz_sum, 1 - m00 - m11 + m22),
     ], axis=-2)
-    best = np.argmax(np.stack([trace, m00, m11, m22], axis=-1), axis=-1)
+    best = np.argmax(stack_last(trace, m00, m11, m22), axis=-1)
     q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
     return quat_normalize(q)
 
@@ -255,7 +272,7 @@ def quat_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 def quat_from_yaw(yaw) -> np.ndarray:
     yaw = np.asarray(yaw, dtype=float)
     zero = np.zeros_like(yaw)
-    return np.stack([np.cos(yaw / 2.0), zero, np.sin(yaw / 2.0), zero], axis=-1)
+    return stack_last(np.cos(yaw / 2.0), zero, np.sin(yaw / 2.0), zero)
 
 
 def quat_to_yaw(q: np.ndarray) -> np.ndarray:

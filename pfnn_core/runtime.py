@@ -34,7 +34,7 @@ from pfnn_core.ik import (FootLocks, aim_at_reach, cross3, foot_rotation_toward,
                           two_bone_ik, update_foot_locks)
 from pfnn_core.phase import stride_length_at
 from pfnn_core.quat import (quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv, quat_mul,
-                            quat_mul_vec, quat_normalize)
+                            quat_mul_vec, quat_normalize, stack_last, vector_length)
 from pfnn_core.settings import RuntimeSettings
 
 # u solving exp(-u) (1 + u) = 1/2: with decay rate u / halflife a critically damped spring starting
@@ -274,28 +274,32 @@ def rotation_fit(parents, anchor: int) -> RotationFit:
 
 def matrices_from_6d(r6) -> np.ndarray:
     """6D rotations [..., 6] (first two matrix columns) -> rotation matrices [..., 3, 3] (Gram-Schmidt)."""
-    c0 = r6[..., :3] / np.maximum(np.linalg.norm(r6[..., :3], axis=-1, keepdims=True), 1e-12)
+    c0 = r6[..., :3] / np.maximum(vector_length(r6[..., :3], keepdims=True), 1e-12)
     c1 = r6[..., 3:] - np.sum(c0 * r6[..., 3:], axis=-1, keepdims=True) * c0
-    c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), 1e-12)
-    return np.stack([c0, c1, cross3(c0, c1)], axis=-1)
+    c1 = c1 / np.maximum(vector_length(c1, keepdims=True), 1e-12)
+    return stack_last(c0, c1, cross3(c0, c1))
 
 
 def yaw_matrices(yaw) -> np.ndarray:
     """Rotation matrices [..., 3, 3] about +Y (yaw 0 faces +Z, positive turns +Z toward +X)."""
     c, s = np.cos(yaw), np.sin(yaw)
-    zero, one = np.zeros_like(c), np.ones_like(c)
-    return np.stack([np.stack([c, zero, s], -1), np.stack([zero, one, zero], -1), np.stack([-s, zero, c], -1)], -2)
+    matrices = np.zeros(np.shape(c) + (3, 3))
+    matrices[..., 0, 0], matrices[..., 0, 2] = c, s
+    matrices[..., 1, 1] = 1.0
+    matrices[..., 2, 0], matrices[..., 2, 2] = -s, c
+    return matrices
 
 
 def matrices_between(u, v) -> np.ndarray:
     """Shortest rotation matrices [..., 3, 3] taking directions u to v [..., 3] (Rodrigues)."""
-    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-12)
-    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    u = u / np.maximum(vector_length(u, keepdims=True), 1e-12)
+    v = v / np.maximum(vector_length(v, keepdims=True), 1e-12)
     k = cross3(u, v)
     c = np.sum(u * v, axis=-1)
-    zero = np.zeros_like(c)
-    skew = np.stack([np.stack([zero, -k[..., 2], k[..., 1]], -1), np.stack([k[..., 2], zero, -k[..., 0]], -1),
-                     np.stack([-k[..., 1], k[..., 0], zero], -1)], -2)
+    skew = np.zeros(c.shape + (3, 3))
+    skew[..., 0, 1], skew[..., 0, 2] = -k[..., 2], k[..., 1]
+    skew[..., 1, 0], skew[..., 1, 2] = k[..., 2], -k[..., 0]
+    skew[..., 2, 0], skew[..., 2, 1] = -k[..., 1], k[..., 0]
     scale = 1.0 / np.maximum(1.0 + c, 1e-9)
     turn = np.eye(3) + skew + skew @ skew * scale[..., None, None]
     opposite = c < -1.0 + 1e-9
@@ -383,7 +387,7 @@ class CharacterState:
 
 def facing_from_yaw(yaw) -> np.ndarray:
     yaw = np.asarray(yaw, dtype=float)
-    return np.stack([np.sin(yaw), np.zeros_like(yaw), np.cos(yaw)], axis=-1)
+    return stack_last(np.sin(yaw), 0.0, np.cos(yaw))
 
 
 def yaw_rotate(yaw, vectors) -> np.ndarray:
@@ -391,7 +395,7 @@ def yaw_rotate(yaw, vectors) -> np.ndarray:
     yaw = np.asarray(yaw, dtype=float).reshape((-1,) + (1,) * (vectors.ndim - 2))
     c, s = np.cos(yaw), np.sin(yaw)
     x, z = vectors[..., 0], vectors[..., 2]
-    return np.stack([c * x + s * z, vectors[..., 1], c * z - s * x], axis=-1)
+    return stack_last(c * x + s * z, vectors[..., 1], c * z - s * x)
 
 
 def yaw_of(root_rot) -> np.ndarray:
@@ -414,7 +418,7 @@ def from_root_frame_xz(points_xz, root_pos, root_yaw) -> np.ndarray:
 
 
 def _xz_to_xyz(xz: np.ndarray) -> np.ndarray:
-    return np.stack([xz[..., 0], np.zeros_like(xz[..., 0]), xz[..., 1]], axis=-1)
+    return stack_last(xz[..., 0], 0.0, xz[..., 1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,7 +573,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -
 
 
 def _normalized_or(dirs: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(dirs, axis=-1, keepdims=True)
+    length = vector_length(dirs, keepdims=True)
     return np.where(length > 1e-6, dirs / np.maximum(length, 1e-12), fallback)
 
 
