@@ -41,7 +41,7 @@ def stack_last(*components) -> np.ndarray:
 
 def vector_length(v: np.ndarray, keepdims: bool = False) -> np.ndarray:
     """``np.linalg.norm(v, axis=-1)`` (the same sum of squares and sqrt) without its dispatch overhead."""
-    return np.sqrt(np.sum(v * v, axis=-1, keepdims=keepdims))
+    return np.sqrt(np.add.reduce(v * v, axis=-1, keepdims=keepdims))
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

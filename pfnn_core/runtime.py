@@ -471,6 +471,13 @@ class Network:
         offsets = np.asarray(features.TRAJ_OFFSETS)
         self.past_offsets = offsets[offsets < 0]  # frames, oldest first
         self.future_offsets = np.asarray(features.FUTURE_OFFSETS)  # frames the network predicts
+        # Per-tick constants, worked out once: the future samples' times, which history and future rows
+        # the input trajectory reads, the legs' joints as index arrays and the foot (ankle-toe) lengths.
+        self.future_times = self.future_offsets / self.sim_fps  # s
+        self.past_rows = HISTORY_LENGTH - 1 + self.past_offsets
+        self.future_rows = np.searchsorted(self.future_offsets, offsets[offsets > 0])
+        self.leg_joints = tuple(np.array(joints, dtype=int) for joints in zip(*self.legs))  # hips, knees, ankles, toes
+        self.foot_lengths = vector_length(self.offsets[self.leg_joints[3]])
 
     @property
     def num_joints(self) -> int:
@@ -593,7 +600,7 @@ def apply_foot_locks(positions, rotations, goals, constrained, network: Network,
     """Two-bone IK of both legs at once toward the foot goals; the foot turns so a constrained toe
     reaches its goal. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
     rotations = rotations.copy()
-    hips, knees, ankles, toes = (list(joints) for joints in zip(*network.legs))
+    hips, knees, ankles, toes = network.leg_joints
     forward = facing_from_yaw(yaw_of(root_rot))[:, None]
     weight = constrained.astype(float)
     ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes], goals[:, 0::2], goals[:, 1::2],
@@ -602,7 +609,7 @@ def apply_foot_locks(positions, rotations, goals, constrained, network: Network,
                        rotations[:, hips], rotations[:, knees], ankle_target, forward)
     rotations[:, hips], rotations[:, knees] = legs.hip_rot, legs.knee_rot
     toe_now = legs.ankle_pos + quat_mul_vec(rotations[:, ankles], network.offsets[toes])
-    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, np.linalg.norm(network.offsets[toes], axis=-1))
+    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, network.foot_lengths)
     rotations[:, ankles] = foot_rotation_toward(rotations[:, ankles], legs.ankle_pos, toe_now, toe_aim, 1.0)
     return forward_kinematics_global(rotations, positions[:, network.anchor], network.offsets,
                                      network.parents, network.anchor, chain=network.chain)
@@ -619,7 +626,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     network.set_beta(settings.beta)
 
     # 1. Command springs: the commanded velocity and facing, then their prediction over the future samples.
-    desired_speed = np.linalg.norm(desired, axis=-1)
+    desired_speed = vector_length(desired)
     motion_yaw = np.arctan2(desired[:, 0], desired[:, 1])
     goal_yaw = np.where(strafe, np.arctan2(strafe_facing[:, 0], strafe_facing[:, 1]),
                         np.where(desired_speed > FACING_MIN_SPEED, motion_yaw, state.spring_yaw))
@@ -628,7 +635,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     spring_yaw, spring_yaw_vel = spring_angle_update(
         state.spring_yaw, state.spring_yaw_vel, goal_yaw, settings.traj_halflife_dir, dt)
     spring_yaw = wrap_angle(spring_yaw)
-    future_t = network.future_offsets / network.sim_fps
+    future_t = network.future_times
     offsets_xz, future_vel, _ = spring_velocity_update(
         np.zeros((batch, len(future_t), 2)), spring_vel[:, None], spring_acc[:, None], desired[:, None],
         settings.traj_halflife_pos, future_t[None, :, None])
@@ -644,15 +651,13 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     future_pos = state.net_future_pos + w_pos * (command_pos - state.net_future_pos)
     future_pos[..., 1] = 0.0
     future_dir = _normalized_or(state.net_future_dir + w_dir * (command_dir - state.net_future_dir), command_dir)
-    command_speed = np.linalg.norm(spring_vel, axis=-1)
+    command_speed = vector_length(spring_vel)
     warp = speed_warp(command_speed, settings.slow_walk_speed, settings.max_speed_warp)
     current_gait = features.gait_from_speed(warp * command_speed)
-    future_gait = features.gait_from_speed(warp[:, None] * np.linalg.norm(future_vel, axis=-1))
+    future_gait = features.gait_from_speed(warp[:, None] * vector_length(future_vel))
 
     # 3. Network input from the layout: trajectory in the current root frame, previous pose as fed back.
-    traj_offsets = np.asarray(features.TRAJ_OFFSETS)
-    past_rows = HISTORY_LENGTH - 1 + traj_offsets[traj_offsets < 0]
-    future_rows = np.searchsorted(network.future_offsets, traj_offsets[traj_offsets > 0])
+    past_rows, future_rows = network.past_rows, network.future_rows
     traj_pos = np.concatenate([state.traj_past_pos[:, past_rows], root_pos[:, None], future_pos[:, future_rows]], axis=1)
     traj_dir = np.concatenate([state.traj_past_dir[:, past_rows], facing_from_yaw(root_yaw)[:, None],
                                future_dir[:, future_rows]], axis=1)
@@ -719,7 +724,7 @@ def step(state: CharacterState, command: Command | Sequence[Command], settings: 
     if settings.phase_mode == "network":
         phase = advance_phase_by_network(state.phase, out["dphase"][:, 0], 0.9 * moving + 0.1, dt, network.sim_fps)
     else:
-        root_speed = np.linalg.norm(root_vel, axis=-1)
+        root_speed = vector_length(root_vel)
         phase = advance_phase_by_speed(state.phase, root_speed, network.stride, dt, warp * root_speed)
     new_facing = facing_from_yaw(new_yaw)
     net_future_pos = from_root_frame_xz(out["future_pos"] / warp[:, None, None], root_pos, root_yaw)
