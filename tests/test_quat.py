@@ -177,3 +177,17 @@ def test_torch_twin_is_differentiable():
     loss = QT.quat_to_expmap(QT.quat_from_6d(r6)).square().sum() + QT.quat_to_euler(QT.quat_from_6d(r6), "ZXY").sum()
     loss.backward()
     assert torch.isfinite(r6.grad).all()
+
+
+def test_stack_last_and_vector_length_match_numpy():
+    from pfnn_core.quat import stack_last, vector_length
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(4, 5)).astype(np.float32)
+    b = rng.normal(size=(1, 5)).astype(np.float32)  # broadcast against a
+    expected = np.stack(np.broadcast_arrays(a, b), axis=-1)
+    got = stack_last(a, b)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    v = rng.normal(size=(7, 3))
+    np.testing.assert_array_equal(vector_length(v), np.linalg.norm(v, axis=-1))
+    np.testing.assert_array_equal(vector_length(v, keepdims=True), np.linalg.norm(v, axis=-1, keepdims=True))
