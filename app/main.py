@@ -524,8 +524,13 @@ class Viewer:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.headless:
+    if args.headless or os.environ.get("PYGLET_HEADLESS", "").lower() in ("1", "true", "yes"):
         use_headless_gl()
+    elif sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        print("pfnn-viewer: no display (DISPLAY is not set). Run it in a desktop session, under a virtual "
+              "screen (xvfb-run ./run.sh), or offscreen: ./run.sh --headless --frames 300 --screenshot out.png",
+              file=sys.stderr)
+        return 2
     script = None
     if args.script:
         from pfnn_core.drive import ScriptError, load_script

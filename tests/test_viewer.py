@@ -2,6 +2,7 @@
 clips, training job) and the real window rendered headless through EGL (pixels, key events, panel
 actions, broken files). One module-scoped viewer is shared to keep the file fast."""
 
+import sys
 import threading
 
 import numpy as np
@@ -515,3 +516,14 @@ def test_headless_cli_writes_a_screenshot(tmp_path, viewer):
                  "--frames", "20", "--width", "320", "--height", "200", "--screenshot", str(out)]) == 0
     image = np.asarray(Image.open(out))
     assert image.shape == (200, 320, 3) and image.std() > 5
+
+
+def test_no_display_gives_a_clear_message_instead_of_a_traceback(monkeypatch, capsys):
+    from app.main import main
+    if not sys.platform.startswith("linux"):
+        pytest.skip("display detection is for X11/Wayland")
+    for name in ("PYGLET_HEADLESS", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    assert main([]) == 2
+    message = capsys.readouterr().err
+    assert "no display" in message and "--headless" in message
