@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pfnn_core.quat import quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize, stack_last, vector_length
+from pfnn_core.quat import cross3, quat_between, quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize, vector_length
 
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
 
@@ -24,30 +24,6 @@ class LegSolution(NamedTuple):
     knee_rot: np.ndarray  # [..., 4] new global rotation of the knee (lower leg) joint
     knee_pos: np.ndarray  # [..., 3] new knee position
     ankle_pos: np.ndarray  # [..., 3] new ankle position (= target when within reach)
-
-
-def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.cross for [..., 3] without its axis bookkeeping (this runs every tick on tiny arrays)."""
-    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
-    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
-    return stack_last(ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
-
-
-def _rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Shortest rotation taking direction u to v (quaternions [..., 4]); the opposite-vector case is
-    only worked out when it occurs (this runs every tick)."""
-    uv_length = np.sqrt(np.sum(u * u, axis=-1) * np.sum(v * v, axis=-1))
-    w = uv_length + np.sum(u * v, axis=-1)
-    axis = cross3(u, v)
-    opposite = w <= 1e-9 * np.maximum(uv_length, 1e-300)
-    if np.any(opposite):
-        helper = np.where(np.abs(u[..., :1]) < 0.9 * np.sqrt(np.sum(u * u, axis=-1, keepdims=True)),
-                          np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-        axis = np.where(opposite[..., None], cross3(u, helper), axis)
-        w = np.where(opposite, 0.0, w)
-    rotation = np.empty(w.shape + (4,))
-    rotation[..., 0], rotation[..., 1:] = w, axis
-    return quat_normalize(rotation)
 
 
 def _normalize(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
@@ -90,7 +66,7 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
     bent_ankle = b + quat_mul_vec(knee_turn, shin)
 
     # 2. Swing the whole leg about the hip so the hip->ankle line points at the target.
-    swing = _rotation_between(bent_ankle - a, target - a)
+    swing = quat_between(bent_ankle - a, target - a)
     new_hip_rot = quat_normalize(quat_mul(swing, hip_rot))
     new_knee_rot = quat_normalize(quat_mul(swing, quat_mul(knee_turn, knee_rot)))
     new_knee_pos = a + quat_mul_vec(swing, thigh)
@@ -173,7 +149,7 @@ def aim_at_reach(center, aim, length) -> np.ndarray:
 def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.ndarray:
     """Rotate the ankle's global rotation about the ankle so the toe points toward `toe_aim`,
     by `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
-    full = _rotation_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
+    full = quat_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
     angle = 2.0 * np.arctan2(vector_length(full[..., 1:]), full[..., 0])
     partial = quat_from_angle_axis(np.asarray(weight) * angle, full[..., 1:])
     return quat_normalize(quat_mul(partial, ankle_rot))

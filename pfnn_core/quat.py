@@ -59,8 +59,9 @@ def quat_inv(q: np.ndarray) -> np.ndarray:
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # np.cross moves axes around; this is several times faster on small batches.
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product of [..., 3] vectors; np.cross moves axes around and is several times slower on
+    the small batches of a runtime tick."""
     ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
     bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
     return stack_last(ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx)
@@ -69,8 +70,8 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def quat_mul_vec(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors ``v [..., 3]`` by unit quaternions ``q``."""
     qv = q[..., 1:]
-    t = 2.0 * _cross(qv, v)
-    return v + q[..., :1] * t + _cross(qv, t)
+    t = 2.0 * cross3(qv, v)
+    return v + q[..., :1] * t + cross3(qv, t)
 
 
 def quat_inv_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -255,18 +256,25 @@ def quat_from_6d(r6: np.ndarray, eps: float = 1e-12) -> np.ndarray:
 
 
 def quat_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The shortest rotation taking direction ``u`` to direction ``v`` (both ``[..., 3]``)."""
+    """The shortest rotation taking direction ``u`` to direction ``v`` (both ``[..., 3]``).
+
+    Opposite vectors turn half a circle about an axis orthogonal to ``u``; that case is only worked
+    out when it occurs (this runs every tick in the leg IK).
+    """
     u = np.asarray(u, dtype=float)
     v = np.asarray(v, dtype=float)
-    w = np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1) + np.sum(u * v, axis=-1)
-    axis = np.cross(u, v)
-    opposite = w <= 1e-9 * np.maximum(np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1), 1e-300)
-    # Opposite vectors: turn half a circle about any axis orthogonal to u.
-    helper = np.where(np.abs(u[..., :1]) < 0.9 * np.linalg.norm(u, axis=-1, keepdims=True),
-                      np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-    axis = np.where(opposite[..., None], np.cross(u, helper), axis)
-    w = np.where(opposite, 0.0, w)
-    return quat_normalize(np.concatenate([w[..., None], axis], axis=-1))
+    uv_length = np.sqrt(np.sum(u * u, axis=-1) * np.sum(v * v, axis=-1))
+    w = uv_length + np.sum(u * v, axis=-1)
+    axis = cross3(u, v)
+    opposite = w <= 1e-9 * np.maximum(uv_length, 1e-300)
+    if np.any(opposite):
+        helper = np.where(np.abs(u[..., :1]) < 0.9 * np.sqrt(np.sum(u * u, axis=-1, keepdims=True)),
+                          np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        axis = np.where(opposite[..., None], cross3(u, helper), axis)
+        w = np.where(opposite, 0.0, w)
+    rotation = np.empty(w.shape + (4,))
+    rotation[..., 0], rotation[..., 1:] = w, axis
+    return quat_normalize(rotation)
 
 
 def quat_from_yaw(yaw) -> np.ndarray:

@@ -30,11 +30,11 @@ import torch
 from pfnn_core import contacts as contacts_module
 from pfnn_core import features
 from pfnn_core.controller import Command, stand_command
-from pfnn_core.ik import (FootLocks, aim_at_reach, cross3, foot_rotation_toward, foot_targets, locked_positions,
+from pfnn_core.ik import (FootLocks, aim_at_reach, foot_rotation_toward, foot_targets, locked_positions,
                           two_bone_ik, update_foot_locks)
 from pfnn_core.phase import stride_length_at
-from pfnn_core.quat import (quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv, quat_mul,
-                            quat_mul_vec, quat_normalize, stack_last, vector_length)
+from pfnn_core.quat import (cross3, quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv,
+                            quat_mul, quat_mul_vec, quat_normalize, quat_to_matrix, stack_last, vector_length)
 from pfnn_core.settings import RuntimeSettings
 
 # u solving exp(-u) (1 + u) = 1/2: with decay rate u / halflife a critically damped spring starting
@@ -291,25 +291,8 @@ def yaw_matrices(yaw) -> np.ndarray:
 
 
 def matrices_between(u, v) -> np.ndarray:
-    """Shortest rotation matrices [..., 3, 3] taking directions u to v [..., 3] (Rodrigues)."""
-    u = u / np.maximum(vector_length(u, keepdims=True), 1e-12)
-    v = v / np.maximum(vector_length(v, keepdims=True), 1e-12)
-    k = cross3(u, v)
-    c = np.sum(u * v, axis=-1)
-    skew = np.zeros(c.shape + (3, 3))
-    skew[..., 0, 1], skew[..., 0, 2] = -k[..., 2], k[..., 1]
-    skew[..., 1, 0], skew[..., 1, 2] = k[..., 2], -k[..., 0]
-    skew[..., 2, 0], skew[..., 2, 1] = -k[..., 1], k[..., 0]
-    scale = 1.0 / np.maximum(1.0 + c, 1e-9)
-    turn = np.eye(3) + skew + skew @ skew * scale[..., None, None]
-    opposite = c < -1.0 + 1e-9
-    if np.any(opposite):  # half a turn about any axis orthogonal to u
-        helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-        axis = cross3(u, helper)
-        axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
-        half_turn = 2.0 * axis[..., :, None] * axis[..., None, :] - np.eye(3)
-        turn = np.where(opposite[..., None, None], half_turn, turn)
-    return turn
+    """Shortest rotation matrices [..., 3, 3] taking directions u to v [..., 3]."""
+    return quat_to_matrix(quat_between(u, v))
 
 
 def fit_rotations_to_positions(global_mat, positions, offsets, fit: RotationFit) -> np.ndarray:
