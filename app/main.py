@@ -223,7 +223,6 @@ class Viewer:
                                   facing=self.strafe_facing)
 
     def on_key_press(self, symbol, modifiers):
-        from imgui_bundle import imgui
         from pyglet.window import key
 
         if self._imgui_io().want_text_input:
@@ -252,13 +251,11 @@ class Viewer:
         self.devices.on_key_release(symbol, modifiers)
 
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
-        from imgui_bundle import imgui
 
         if not self._imgui_io().want_capture_mouse:
             self.camera.orbit(-dx * MOUSE_ORBIT, -dy * MOUSE_ORBIT)
 
     def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
-        from imgui_bundle import imgui
 
         if not self._imgui_io().want_capture_mouse:
             self.camera.zoom(scroll_y)
