@@ -39,10 +39,10 @@ class ModelPanel:
 class TrainPanel:
     bvh_dir: str = "assets/bvh"
     out: str = "out/viewer_model.safetensors"
-    phase_function: str = "cubic"
+    phase_function: str = "rbf"
     kernels: int = 8
     beta: float = 8.0
-    hidden: int = 512
+    hidden: int = 256
     epochs: int = 20
     learning_rate: float = 1e-3
     auto_swap: bool = True
