@@ -91,8 +91,8 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, t
     """Advance the pins of F foot joints by one tick.
 
     A pin starts on the rising edge of a contact, at full weight and at the foot's currently displayed
-    position (so the foot does not jump), holds while the contact stays high and the network's foot `foot_pos` stays
-    within `release_distance` (horizontally) of it, and otherwise fades out.
+    position (so the foot does not jump), and holds while the contact stays high; it is never more than
+    `release_distance` (horizontally) from the network's foot `foot_pos`. When the contact ends it fades out.
     """
     foot_pos = np.asarray(foot_pos, dtype=float)
     in_contact = np.asarray(contacts) > threshold
@@ -100,9 +100,15 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, t
     displayed = locked_positions(foot_pos, locks)
     rising = in_contact & ~was_in_contact
     target = np.where(rising[..., None], displayed, locks.target)
-    offset = (target - foot_pos)[..., [0, 2]]
-    too_far = vector_length(offset) > release_distance
-    active = (in_contact & (locks.active | rising)) & ~too_far
+    # A pin the network's foot has moved away from is dragged along on a leash of `release_distance`
+    # (horizontally) rather than dropped: the shown foot then slides only by the excess, slowly, instead
+    # of gliding all the way back to the network's foot while the contact is still on.
+    offset = target - foot_pos
+    offset[..., 1] = 0.0
+    distance = vector_length(offset, keepdims=True)
+    target = foot_pos + np.where(distance > release_distance, offset * (release_distance / np.maximum(distance, 1e-12)),
+                                 offset) + (target - foot_pos - offset)
+    active = in_contact & (locks.active | rising)
     # A new pin starts where the foot is shown, so it can take full weight at once without a jump; only
     # the release fades (the shown foot then glides back to the network's foot).
     weight = np.where(rising & active, 1.0, fade_weight(locks.weight, active.astype(float), fade_halflife, dt))

@@ -83,9 +83,10 @@ class RuntimeSettings:
     # Halflife (s) of the fade of a pin's weight in and out.
     lock_fade_halflife: float = _tunable(0.04, "Lock fade halflife (s)", "How fast a pin fades in and out.",
                                          min=0.005, max=0.5, step=0.005)
-    # A pin further than this (m) from the unlocked foot is released (the body has moved on).
-    lock_release_distance: float = _tunable(0.15, "Lock release distance (m)",
-                                            "Release a pinned foot that is this far from where the network puts it.",
+    # Leash of a pin (m): a pinned foot is dragged along when the network's foot gets further than this
+    # from it, so it slides a little instead of letting go and gliding back while still in contact.
+    lock_release_distance: float = _tunable(0.25, "Lock leash (m)",
+                                            "A pinned foot is dragged along once the network's foot is this far from it.",
                                             min=0.01, max=1.0, step=0.01)
     # Keep each foot joint at or above its height in the model's standing pose (legs solved by IK).
     floor_clamp: bool = _tunable(True, "Keep feet above the floor", "Raise a foot that sinks below its standing height.")

@@ -80,9 +80,11 @@ def test_foot_lock_pins_on_contact_and_releases():
         locks = update_foot_locks(locks, foot + [0.05, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
     np.testing.assert_allclose(locked_positions(foot + [0.05, 0, 0], locks)[0, 0], foot[0, 0], atol=1e-3)
     assert locks.weight[0, 1] == 0.0
-    # Sliding past the release distance releases the pin even while in contact.
-    released = update_foot_locks(locks, foot + [0.5, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
-    assert not released.active[0, 0] and released.weight[0, 0] < locks.weight[0, 0]
+    # The network's foot moving 0.5 m away while still in contact drags the pin on a 0.2 m leash: it
+    # stays pinned, 0.2 m behind the network's foot, at its own height.
+    dragged = update_foot_locks(locks, foot + [0.5, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
+    assert dragged.active[0, 0] and dragged.weight[0, 0] == pytest.approx(1.0, abs=1e-3)
+    np.testing.assert_allclose(dragged.target[0, 0], foot[0, 0] + [0.3, 0, 0], atol=1e-12)
     # Contact ending fades the pin out.
     ended = update_foot_locks(locks, foot, np.zeros((1, 2)), contacts, 0.5, 0.02, 0.2, dt)
     assert not ended.active[0, 0]
