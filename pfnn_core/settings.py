@@ -85,7 +85,7 @@ class RuntimeSettings:
                                          min=0.005, max=0.5, step=0.005)
     # Leash of a pin (m): a pinned foot is dragged along when the network's foot gets further than this
     # from it, so it slides a little instead of letting go and gliding back while still in contact.
-    lock_release_distance: float = _tunable(0.25, "Lock leash (m)",
+    lock_release_distance: float = _tunable(0.4, "Lock leash (m)",
                                             "A pinned foot is dragged along once the network's foot is this far from it.",
                                             min=0.01, max=1.0, step=0.01)
     # Keep each foot joint at or above its height in the model's standing pose (legs solved by IK).
