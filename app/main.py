@@ -164,7 +164,9 @@ class Viewer:
                 live = LiveSource.from_checkpoint(path, self.state.settings, self.crowd)
             summary = live.summary()
         except Exception as error:  # any bad file: keep running what runs
-            self.state.model.error = f"Could not load {path}: {error}"
+            reason = str(error) or type(error).__name__
+            self.state.model.error = f"Could not load: {reason}" if path and path in reason else \
+                f"Could not load {path}: {reason}"
             return False
         self.live_source = live
         self.state.model.error = ""
