@@ -28,7 +28,8 @@ from torch.nn import functional
 from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
 from pfnn_core.model import PFNN, ModelConfig
 
-DEFAULT_OUT = "assets/models/default.safetensors"
+# Never the shipped model: a training run with no --out must not overwrite assets/models/default.safetensors.
+DEFAULT_OUT = "runs/model.safetensors"
 VALIDATION_BATCH = 4096
 
 
