@@ -152,6 +152,14 @@ def _tooltip(text: str) -> None:
         imgui.set_tooltip(text)
 
 
+def _path_row(widget_id: str, path: str, button: str) -> tuple[str, bool]:
+    """A full-width path field with a button after it: (the edited path, whether the button was pressed)."""
+    imgui.set_next_item_width(-80)
+    _, path = imgui.input_text(f"##{widget_id}", path)
+    imgui.same_line()
+    return path, imgui.button(f"{button}##{widget_id}")
+
+
 def _error(text: str) -> None:
     if text:
         imgui.push_text_wrap_pos(0.0)
@@ -198,10 +206,8 @@ def model_section(state: ViewerState) -> None:
                        display_path(model.path) or "none (stand-in character)")
     for line in model.summary:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), line)
-    imgui.set_next_item_width(-80)
-    _, model.load_path = imgui.input_text("##model_path", model.load_path)
-    imgui.same_line()
-    if imgui.button("Load##model"):
+    model.load_path, load = _path_row("model_path", model.load_path, "Load")
+    if load:
         state.request("load_model", model.load_path)
     _error(model.error)
 
@@ -259,10 +265,8 @@ def train_section(state: ViewerState) -> None:
 
 def playback_section(state: ViewerState) -> None:
     playback = state.playback
-    imgui.set_next_item_width(-80)
-    _, playback.path = imgui.input_text("##bvh_path", playback.path)
-    imgui.same_line()
-    if imgui.button("Open##bvh"):
+    playback.path, open_clicked = _path_row("bvh_path", playback.path, "Open")
+    if open_clicked:
         state.request("open_bvh", playback.path)
     _error(playback.error)
     if playback.active:

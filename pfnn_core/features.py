@@ -40,6 +40,7 @@ import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
 from pfnn_core import quat
+from pfnn_core.quat import wrap_angle
 from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
 from pfnn_core.phase import (
     cycle_strides, phase_from_contacts, phase_from_root_height, standing_frames, stride_statistics, touchdowns,
@@ -175,10 +176,6 @@ def inverse_rotate_xz(yaw, vectors):
     c, s = np.cos(yaw), np.sin(yaw)
     x, z = vectors[..., 0], vectors[..., 1]
     return np.stack([c * x - s * z, s * x + c * z], axis=-1)
-
-
-def wrap_angle(angle):
-    return (np.asarray(angle) + np.pi) % (2 * np.pi) - np.pi
 
 
 def gait_from_speed(speed) -> np.ndarray:

@@ -22,20 +22,14 @@ BASE_COLUMNS = ("file", "frames", "frame_time", "duration_s", "joints", "channel
 _INTERNAL_KEYS = ("path", "warnings", "error", "skeleton")
 
 
-def hips_index(motion) -> int:
-    """The joint that carries the body's translation: named hips/pelvis, else the first that moves."""
-    for j, name in enumerate(motion.names):
-        if "hips" in name.lower() or "pelvis" in name.lower():
-            return j
-    moving = np.ptp(motion.positions, axis=0).max(axis=-1) > 0.0
-    return int(np.argmax(moving)) if moving.any() else 0
-
-
 def mean_ground_speed(motion) -> float:
     """Mean horizontal speed (m/s for a motion loaded in metres) of the hips projected on the ground."""
     if motion.num_frames < 2:
         return 0.0
-    hips = motion.global_positions()[:, hips_index(motion)]
+    from pfnn_core.features import hips_joint
+
+    positions = motion.global_positions()
+    hips = positions[:, hips_joint(motion.names, motion.parents, positions)]
     step = np.linalg.norm(np.diff(hips[:, [0, 2]], axis=0), axis=-1)
     return float(step.mean() / motion.frame_time)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pfnn_core.quat import wrap_angle
+
 # MANN's foot-contact band. DESIGN.md allows 2.5-5 cm above the joint's planted height, but on the bundled
 # mocap a swinging toe clears the floor by only 1-2 cm, so a 5 cm band counts much of the swing as
 # "near the ground" (walk reference 0.70 m/s at 5 cm against 0.52 m/s at 2.5 cm).
@@ -23,11 +25,6 @@ DEFAULT_HEIGHT_BAND = 0.025
 # "Moves more than 2.5 cm in a frame" is a 30 fps figure (real mocap scores ~5% on it).
 SKATING_SLIDE_DISTANCE = 0.025
 SKATING_REFERENCE_DT = 1.0 / 30.0
-
-
-def wrap_angle(angle):
-    """Angle(s) wrapped into [-pi, pi)."""
-    return (np.asarray(angle, dtype=np.float64) + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def heading_of(vector_xz):

@@ -277,6 +277,11 @@ def quat_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return quat_normalize(rotation)
 
 
+def wrap_angle(angle) -> np.ndarray:
+    """Angle(s) (radians) wrapped into [-pi, pi)."""
+    return (np.asarray(angle, dtype=np.float64) + np.pi) % (2.0 * np.pi) - np.pi
+
+
 def quat_from_yaw(yaw) -> np.ndarray:
     yaw = np.asarray(yaw, dtype=float)
     zero = np.zeros_like(yaw)

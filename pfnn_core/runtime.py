@@ -34,7 +34,8 @@ from pfnn_core.ik import (FootLocks, aim_at_reach, foot_rotation_toward, foot_ta
                           two_bone_ik, update_foot_locks)
 from pfnn_core.phase import stride_length_at
 from pfnn_core.quat import (cross3, quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv,
-                            quat_mul, quat_mul_vec, quat_normalize, quat_to_matrix, stack_last, vector_length)
+                            quat_mul, quat_mul_vec, quat_normalize, quat_to_matrix, stack_last, vector_length,
+                            wrap_angle)
 from pfnn_core.settings import RuntimeSettings
 
 # u solving exp(-u) (1 + u) = 1/2: with decay rate u / halflife a critically damped spring starting
@@ -57,10 +58,6 @@ SETTLE_TICKS = 60  # standing ticks run on reset so the first shown pose is the 
 
 def spring_rate(halflife) -> np.ndarray:
     return HALFLIFE_TO_RATE / np.maximum(np.asarray(halflife, dtype=float), 1e-6)
-
-
-def wrap_angle(angle) -> np.ndarray:
-    return (np.asarray(angle) + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def spring_velocity_update(position, velocity, acceleration, goal_velocity, halflife, dt):
