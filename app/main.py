@@ -131,6 +131,7 @@ class Viewer:
     # ---- sources -------------------------------------------------------------------------------
     def _load_initial(self, model_path, bvh_path) -> None:
         from app.puppet import PuppetSource
+        from pfnn_core import bvh
 
         self.live_source = PuppetSource()
         if model_path:
@@ -138,7 +139,7 @@ class Viewer:
         if self.source is None:
             self.source = self.live_source
             # no network: point the Playback section at a bundled clip instead
-            bundled = sorted((DEFAULT_MODEL.parent.parent / "bvh").glob("*walk*.bvh"))
+            bundled = [p for p in bvh.find_files(DEFAULT_MODEL.parent.parent / "bvh") if "walk" in p.name]
             if bundled and not self.state.playback.path:
                 self.state.playback.path = str(bundled[0])
             self.state.open_sections = tuple(self.state.open_sections) + ("Playback",)

@@ -42,8 +42,8 @@ def parse_split(path: Path):
 
 def main(argv=None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    folder = Path(args[0]) if args else ROOT / "assets" / "bvh"
-    files = sorted(folder.glob("*.bvh"))
+    folder = Path(args[0]) if args else ROOT / "assets" / "bvh" / "bandai-namco-ds2"
+    files = sorted(bvh.find_files(folder))
     count = sum(parse_fromstring(f).size for f in files)
     # Per file, the three ways alternate and each keeps its best of 3, so load on a busy machine
     # shifts both sides of the ratio alike.

@@ -31,7 +31,7 @@ from pfnn_core.phase import stride_statistics  # noqa: E402
 from pfnn_core.runtime import Character  # noqa: E402
 
 DT = 1.0 / 60.0
-CLIP = ROOT / "assets" / "bvh" / "dataset-2_walk_normal_001.bvh"
+CLIP = ROOT / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz"
 
 
 def random_checkpoint(folder: Path, phase_function: str, hidden: int) -> Path:

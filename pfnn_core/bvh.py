@@ -12,8 +12,10 @@ pass runs only to explain a failure.
 from __future__ import annotations
 
 import copy as _copy
+import gzip
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +36,43 @@ _MOTION_KEYWORD = re.compile(rb"^[ \t]*MOTION[ \t]*\r?$", re.MULTILINE | re.IGNO
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
+BVH_SUFFIXES = (".bvh", ".bvh.gz")  # compared case-insensitively
+
+
 class BVHError(ValueError):
     """A BVH file that cannot be read; the message names the file and the line."""
+
+
+def is_bvh_path(path) -> bool:
+    """True for a name ending in .bvh or .bvh.gz (any case): the one rule for what counts as a BVH file."""
+    return str(path).lower().endswith(BVH_SUFFIXES)
+
+
+def find_files(folder, recursive: bool = True) -> list[Path]:
+    """The BVH files (.bvh and .bvh.gz, any case) in a folder and, by default, its subfolders, sorted."""
+    folder = Path(folder)
+    candidates = folder.rglob("*") if recursive else folder.iterdir()
+    return sorted(p for p in candidates if p.is_file() and is_bvh_path(p.name))
+
+
+def clip_name(path) -> str:
+    """A file's clip name: its file name without .bvh / .bvh.gz."""
+    name = Path(path).name
+    for suffix in sorted(BVH_SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(name).stem
+
+
+def read_bytes(path) -> bytes:
+    """A BVH file's bytes, decompressed when the file is gzip data (by its magic bytes, whatever its name)."""
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise BVHError(f"{path}: corrupt gzip data ({exc})") from None
+    return data
 
 
 @dataclass
@@ -90,7 +127,7 @@ def load(path, scale: float | None = None) -> Motion:
     """Read a BVH file. ``scale=None`` converts to metres (unit detected from the skeleton's size),
     a number multiplies every length, ``1.0`` keeps file units."""
     path_name = str(path)
-    data = Path(path).read_bytes()
+    data = read_bytes(path)
     if not data.strip():
         raise BVHError(f"{path_name}: empty file")
     nul = data.find(b"\x00")
@@ -126,7 +163,8 @@ def load(path, scale: float | None = None) -> Motion:
 
 
 def save(motion: Motion, path) -> None:
-    """Write ``motion`` as BVH in its original channel orders and file units (lengths / scale)."""
+    """Write ``motion`` as BVH in its original channel orders and file units (lengths / scale);
+    gzip-compressed when the path ends in .gz."""
     unit = 1.0 / motion.scale
     children: dict[int, list[int]] = {j: [] for j in range(-1, motion.num_joints)}
     for j, p in enumerate(np.asarray(motion.parents)):
@@ -168,7 +206,10 @@ def save(motion: Motion, path) -> None:
     table = np.stack(columns, axis=1) if columns else np.zeros((motion.num_frames, 0))
     row_format = " ".join(["%.6f"] * table.shape[1])
     body = "\n".join(row_format % tuple(row) for row in table.tolist())
-    Path(path).write_text("\n".join(lines) + "\n" + body + "\n", encoding="utf-8")
+    text = ("\n".join(lines) + "\n" + body + "\n").encode("utf-8")
+    if str(path).lower().endswith(".gz"):
+        text = gzip.compress(text, mtime=0)
+    Path(path).write_bytes(text)
 
 
 def _fmt_vec(v) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core import metrics
+from pfnn_core import bvh, metrics
 from pfnn_core.settings import RuntimeSettings
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
@@ -661,7 +661,7 @@ def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
         names = []
     paths = [Path(bvh_dir) / name for name in sorted(names) if (Path(bvh_dir) / name).is_file()]
     if not paths:
-        return sorted(Path(bvh_dir).glob("*.bvh")), "no held-out clip known among these files: clips may have been trained on"
+        return bvh.find_files(bvh_dir), "no held-out clip known among these files: clips may have been trained on"
     return paths, note
 
 
@@ -766,7 +766,7 @@ def record_from_drive_result(result) -> DriveRecord:
 def reference_clips(bvh_dir: Path, quick: bool, joint_names=None) -> list[Path]:
     """All clips of the folder (on the model's skeleton when `joint_names` is given), or a few spread
     over the sorted list (every kind) for --quick."""
-    paths = sorted(Path(bvh_dir).glob("*.bvh")) + sorted(Path(bvh_dir).glob("*.BVH"))
+    paths = bvh.find_files(bvh_dir)
     if joint_names is not None:
         paths = clips_on_skeleton(paths, joint_names)
     if quick and len(paths) > 8:
@@ -777,13 +777,12 @@ def reference_clips(bvh_dir: Path, quick: bool, joint_names=None) -> list[Path]:
 def bvh_joint_names(path) -> list[str]:
     """Joint names of a BVH file from its HIERARCHY alone (the motion is not read)."""
     names = []
-    with open(path, "rb") as stream:
-        for raw in stream:
-            words = raw.decode("utf-8", errors="replace").split()
-            if words and words[0].upper() == "MOTION":
-                break
-            if len(words) >= 2 and words[0].upper() in ("ROOT", "JOINT"):
-                names.append(" ".join(words[1:]).split("{")[0].strip())
+    for raw in bvh.read_bytes(path).splitlines():
+        words = raw.decode("utf-8", errors="replace").split()
+        if words and words[0].upper() == "MOTION":
+            break
+        if len(words) >= 2 and words[0].upper() in ("ROOT", "JOINT"):
+            names.append(" ".join(words[1:]).split("{")[0].strip())
     return names
 
 

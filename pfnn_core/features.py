@@ -27,7 +27,6 @@ Decisions measured on the bundled data (see tests/test_features.py for the check
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import logging
@@ -39,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from pfnn_core import quat
+from pfnn_core import bvh, quat
 from pfnn_core.quat import wrap_angle
 from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
 from pfnn_core.phase import (
@@ -529,7 +528,7 @@ def bvh_paths(paths_or_folder) -> list[Path]:
     for item in items:
         item = Path(item)
         if item.is_dir():
-            found += sorted(Path(p) for p in glob.glob(str(item / "*.bvh")) + glob.glob(str(item / "*.BVH")))
+            found += bvh.find_files(item)
         elif item.exists():
             found.append(item)
         else:
@@ -588,7 +587,6 @@ def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas:
     """
     import time
 
-    from pfnn_core import bvh
     from pfnn_core.kinematics import mirror_keep_skeleton as mirror_motion
 
     started = time.perf_counter()

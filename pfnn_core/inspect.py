@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import bvh
 from .bvh import BVHError, load
 
 UNIT_NAMES = {1.0: "m", 0.01: "cm", 0.0254: "in", 0.001: "mm"}
@@ -135,7 +136,7 @@ def collect_files(paths: list[str]) -> list[Path]:
     files = []
     for p in map(Path, paths):
         if p.is_dir():
-            files.extend(sorted(q for q in p.iterdir() if q.suffix.lower() == ".bvh"))
+            files.extend(bvh.find_files(p))
         else:
             files.append(p)
     return files

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from pfnn_core import bvh
 from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
 from pfnn_core.model import PFNN, ModelConfig
 
@@ -502,8 +503,8 @@ def _check_data_paths(paths: list[str]) -> None:
     for path in map(Path, paths):
         if not path.exists():
             raise ValueError(f"{path}: no such file or folder")
-        if path.is_dir() and not any(path.rglob("*.bvh")) and not any(path.rglob("*.BVH")):
-            raise ValueError(f"{path}: folder contains no .bvh files")
+        if path.is_dir() and not bvh.find_files(path):
+            raise ValueError(f"{path}: folder contains no .bvh or .bvh.gz files")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BVH_DIR = ROOT / "assets" / "bvh"
+BVH_DIR = ROOT / "assets" / "bvh" / "bandai-namco-ds2"
 DEFAULT_MODEL = ROOT / "assets" / "models" / "default.safetensors"
 
 
@@ -21,7 +21,9 @@ def bvh_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def bundled_bvh_files() -> list[Path]:
-    return sorted(BVH_DIR.glob("*.bvh"))
+    from pfnn_core import bvh
+
+    return bvh.find_files(BVH_DIR)
 
 
 def make_random_checkpoint(motion, path, extra_meta=None, hidden_size=32) -> Path:
@@ -50,7 +52,7 @@ def make_random_checkpoint(motion, path, extra_meta=None, hidden_size=32) -> Pat
 def walk_motion():
     from pfnn_core import bvh
 
-    return bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh")
+    return bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh.gz")
 
 
 @pytest.fixture(scope="session")

@@ -130,7 +130,7 @@ VARIANTS = {
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_odd_but_valid_variants_load_like_the_clean_file(variant, tmp_path, bundled_bvh_files):
     for clean_path in (TINY, bundled_bvh_files[0]):
-        text = clean_path.read_text()
+        text = bvh.read_bytes(clean_path).decode()
         odd = tmp_path / f"{variant}.bvh"
         odd.write_bytes(VARIANTS[variant](text).encode("utf-8"))
         clean, loaded = bvh.load(clean_path), bvh.load(odd)
@@ -237,7 +237,7 @@ def test_missing_file_is_file_not_found(tmp_path):
 def test_scale_detection_ignores_the_pose_of_the_first_frame(tmp_path):
     """A curled-up first frame (as a generated motion may start) must not change the detected unit."""
     from pfnn_core.quat import quat_from_angle_axis
-    motion = bvh.load(Path(__file__).resolve().parents[1] / "assets" / "bvh" / "dataset-2_walk_normal_001.bvh")
+    motion = bvh.load(Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz")
     rng = np.random.default_rng(0)
     axes = rng.normal(size=(motion.num_joints, 3))
     axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
@@ -245,3 +245,35 @@ def test_scale_detection_ignores_the_pose_of_the_first_frame(tmp_path):
     path = tmp_path / "curled.bvh"
     bvh.save(motion, path)
     assert bvh.load(path).scale == pytest.approx(0.01)
+
+
+def test_compressed_files_load_like_the_original_and_save_compressed(tmp_path, bundled_bvh_files):
+    import gzip
+
+    packed = bundled_bvh_files[0]
+    plain = tmp_path / (bvh.clip_name(packed) + ".bvh")
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+    a, b = bvh.load(packed), bvh.load(plain)
+    assert np.array_equal(a.rotations, b.rotations) and np.array_equal(a.positions, b.positions)
+    out = tmp_path / "again.bvh.gz"
+    bvh.save(a, out)
+    assert out.read_bytes()[:2] == b"\x1f\x8b"
+    back = bvh.load(out)
+    assert np.allclose(back.global_positions(), a.global_positions(), atol=1e-4)
+
+
+def test_bvh_file_names_and_folders(tmp_path):
+    for name in ("a.bvh", "b.BVH", "c.bvh.gz", "d.Bvh.GZ", "e.gz", "f.txt"):
+        (tmp_path / "sub" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "sub" / name).write_text("x")
+    assert [p.name for p in bvh.find_files(tmp_path)] == ["a.bvh", "b.BVH", "c.bvh.gz", "d.Bvh.GZ"]
+    assert bvh.find_files(tmp_path, recursive=False) == []
+    assert bvh.clip_name("x/dataset-2_walk_normal_001.bvh.gz") == "dataset-2_walk_normal_001"
+    assert bvh.clip_name("walk.BVH") == "walk"
+
+
+def test_corrupt_gzip_names_the_file(tmp_path, bundled_bvh_files):
+    broken = tmp_path / "broken.bvh.gz"
+    broken.write_bytes(bundled_bvh_files[0].read_bytes()[:500])
+    with pytest.raises(bvh.BVHError, match="broken.bvh.gz: corrupt gzip data"):
+        bvh.load(broken)

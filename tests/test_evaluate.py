@@ -122,8 +122,8 @@ def test_report_table_marks_pass_fail_and_untargeted():
 
 
 def test_mocap_reference_on_bundled_clips(bvh_dir):
-    names = ["dataset-2_walk_normal_001.bvh", "dataset-2_run_normal_001.bvh",
-             "dataset-2_raise-up-both-hands_normal_001.bvh"]
+    names = ["dataset-2_walk_normal_001.bvh.gz", "dataset-2_run_normal_001.bvh.gz",
+             "dataset-2_raise-up-both-hands_normal_001.bvh.gz"]
     reference = evaluate.mocap_reference([bvh_dir / name for name in names])
     assert reference.clips == names[:2]  # the standing clip is left out
     # planted heights on the bundled skeleton (DESIGN.md section 8): ankles ~11.7 cm, toes ~4.2 cm.
@@ -137,7 +137,7 @@ def test_mocap_reference_on_bundled_clips(bvh_dir):
 
 
 def test_held_out_clips_follow_the_checkpoint(bvh_dir):
-    files = sorted(p.name for p in bvh_dir.glob("*.bvh"))[:40]
+    files = sorted(p.name for p in bvh.find_files(bvh_dir))[:40]
     meta = {"data": {"files": files}, "training": {"config": {"val_fraction": 0.1, "seed": 3}}}
     paths, note = evaluate.held_out_clips(meta, bvh_dir)
     assert len(paths) == 4 and {p.name for p in paths} <= set(files) and "seed" in note
@@ -145,7 +145,7 @@ def test_held_out_clips_follow_the_checkpoint(bvh_dir):
     stored = {"data": {"files": files, "val_files": files[:2]}}
     assert [p.name for p in evaluate.held_out_clips(stored, bvh_dir)[0]] == files[:2]
     everything, note = evaluate.held_out_clips({}, bvh_dir)
-    assert len(everything) == len(list(bvh_dir.glob("*.bvh"))) and "may have been trained on" in note
+    assert len(everything) == len(list(bvh.find_files(bvh_dir))) and "may have been trained on" in note
     elsewhere = {"data": {"files": ["other.bvh"], "val_files": ["other.bvh"]}}
     assert evaluate.held_out_clips(elsewhere, bvh_dir)[0] == everything
 
@@ -164,7 +164,7 @@ class TeacherNetwork:
 
 
 def test_rollout_of_a_perfect_network_matches_the_mocap(bvh_dir):
-    motion = bvh.load(bvh_dir / "dataset-2_walk-turn-left_normal_001.bvh")
+    motion = bvh.load(bvh_dir / "dataset-2_walk-turn-left_normal_001.bvh.gz")
     layouts = features.make_layouts(motion.num_joints)
     clip = features.clip_features(motion, layouts)
     rollout = evaluate.rollout_on_clip(TeacherNetwork(clip, layouts), clip, DT, "turn")
@@ -180,7 +180,7 @@ def test_rollout_of_a_perfect_network_matches_the_mocap(bvh_dir):
 @pytest.fixture(scope="module")
 def quick_run(bvh_dir, walk_motion, tmp_path_factory):
     """pfnn-eval --quick on a randomly initialised small PFNN with the real layout and skeleton."""
-    files = sorted(p.name for p in bvh_dir.glob("*.bvh"))
+    files = sorted(p.name for p in bvh.find_files(bvh_dir))
     folder = tmp_path_factory.mktemp("eval")
     checkpoint = make_random_checkpoint(
         walk_motion, folder / "random.safetensors",

@@ -16,11 +16,11 @@ from pfnn_core.kinematics import mirror, resample
 from pfnn_core.phase import cycle_lengths
 from pfnn_core.quat import quat_to_yaw
 
-BVH_DIR = Path(__file__).resolve().parents[1] / "assets" / "bvh"
-WALK = BVH_DIR / "dataset-2_walk_normal_001.bvh"
-TURN = BVH_DIR / "dataset-2_walk-turn-left_normal_001.bvh"
-RUN = BVH_DIR / "dataset-2_run_normal_001.bvh"
-STAND = BVH_DIR / "dataset-2_raise-up-both-hands_normal_001.bvh"
+BVH_DIR = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
+WALK = BVH_DIR / "dataset-2_walk_normal_001.bvh.gz"
+TURN = BVH_DIR / "dataset-2_walk-turn-left_normal_001.bvh.gz"
+RUN = BVH_DIR / "dataset-2_run_normal_001.bvh.gz"
+STAND = BVH_DIR / "dataset-2_raise-up-both-hands_normal_001.bvh.gz"
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ def test_row_for_a_bundled_walk(walk_file):
 
 
 def test_wrong_frame_time_is_flagged(walk_file, tmp_path):
-    text = re.sub(r"Frame Time:\s*0.0333333", "Frame Time: 0.00833333", walk_file.read_text())
+    text = re.sub(r"Frame Time:\s*0.0333333", "Frame Time: 0.00833333", bvh.read_bytes(walk_file).decode())
     (tmp_path / "walk_fast.bvh").write_text(text)
     row = inspect_file(tmp_path / "walk_fast.bvh")
     assert row["speed_mps"] > 4 and any("implausible for a 'walk'" in w for w in row["warnings"])
@@ -35,7 +35,7 @@ def test_wrong_frame_time_is_flagged(walk_file, tmp_path):
 
 def test_folder_with_broken_mixed_and_differing_rates(walk_file, tmp_path, capsys):
     shutil.copy(walk_file, tmp_path / "a_walk.bvh")
-    text = walk_file.read_text()
+    text = bvh.read_bytes(walk_file).decode()
     (tmp_path / "b_walk_60fps.bvh").write_text(re.sub(r"Frame Time:\s*0.0333333", "Frame Time: 0.0166667", text))
     (tmp_path / "c_other_skeleton.bvh").write_text(text.replace("OFFSET 15.7357 0.0 0.0", "OFFSET 25.7357 0.0 0.0"))
     (tmp_path / "d_broken.bvh").write_text("HIERARCHY\nROOT x\n{\n")
@@ -62,7 +62,7 @@ def test_format_table_shows_extra_columns(walk_file):
 
 
 def test_contacts_option_adds_phase_columns_and_plots(tmp_path, capsys):
-    walk = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "dataset-2_walk_normal_001.bvh"
+    walk = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz"
     assert main(["inspect", str(walk), "--plots", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     row = next(line for line in printed.splitlines() if line.startswith(walk.name))

@@ -24,11 +24,11 @@ from pfnn_core import bvh
 from pfnn_core.kinematics import forward_kinematics, resample
 from pfnn_core.quat import quat_between, quat_inv, quat_inv_mul_vec, quat_mul, quat_normalize
 
-BVH_DIR = Path(__file__).resolve().parents[1] / "assets" / "bvh"
-SOURCE_CLIPS = ("dataset-2_walk_normal_001.bvh", "dataset-2_walk_normal_002.bvh",
-                "dataset-2_walk-turn-left_normal_001.bvh", "dataset-2_walk-turn-right_normal_001.bvh",
-                "dataset-2_run_normal_001.bvh", "dataset-2_run_normal_002.bvh",
-                "dataset-2_raise-up-both-hands_normal_001.bvh")
+BVH_DIR = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
+SOURCE_CLIPS = ("dataset-2_walk_normal_001.bvh.gz", "dataset-2_walk_normal_002.bvh.gz",
+                "dataset-2_walk-turn-left_normal_001.bvh.gz", "dataset-2_walk-turn-right_normal_001.bvh.gz",
+                "dataset-2_run_normal_001.bvh.gz", "dataset-2_run_normal_002.bvh.gz",
+                "dataset-2_raise-up-both-hands_normal_001.bvh.gz")
 
 # new name, source name; parents follow from the source hierarchy (joint_Root is dropped).
 MIXAMO = {
@@ -131,7 +131,7 @@ def write_skeleton_set(folder: Path, kind: str) -> list[Path]:
         source = bvh.load(BVH_DIR / name)
         motion, changes, _ = retarget(source, spec["mapping"], changes, spec["axes"], spec["root_channels"],
                                       spec["joint_channels"], spec["unit_m"], spec["fps"])
-        path = folder / name.replace("dataset-2_", f"{kind}_")
+        path = folder / name.replace("dataset-2_", f"{kind}_").replace(".bvh.gz", ".bvh")
         bvh.save(motion, path)
         written.append(path)
     return written
@@ -170,7 +170,7 @@ def test_files_load_back_in_metres_at_their_rate_with_the_source_positions(skele
     assert motion.scale == spec["unit_m"]  # detected from the skeleton's size
     assert motion.fps == pytest.approx(spec["fps"], rel=0.01)
     assert motion.channels[0] == spec["root_channels"] and motion.channels[1] == spec["joint_channels"]
-    source = resample(bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh"), motion.fps)
+    source = resample(bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh.gz"), motion.fps)
     ours = motion.global_positions()[:, [motion.names.index(n) for n in spec["mapping"]]]
     theirs = source.global_positions()[:, [source.names.index(n) for n in spec["mapping"].values()]]
     assert np.abs(ours - theirs).max() < 2e-3  # 6 decimals in the file

@@ -102,12 +102,12 @@ def test_contact_phase_summary_and_plots_on_real_clips(tmp_path):
 
     from pfnn_core import bvh
 
-    folder = Path(__file__).resolve().parents[1] / "assets" / "bvh"
-    walk = bvh.load(str(folder / "dataset-2_walk_normal_002.bvh"))
+    folder = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
+    walk = bvh.load(str(folder / "dataset-2_walk_normal_002.bvh.gz"))
     summary = contact_phase_summary(walk)
     assert summary["phase_method"] == "contacts" and summary["cycles"] >= 5
     assert 62 <= summary["cycle_frames_median"] <= 70 and 0.45 < summary["toe_contact_share"] < 0.65
-    stand = contact_phase_summary(bvh.load(str(folder / "dataset-2_raise-up-left-hand_normal_001.bvh")))
+    stand = contact_phase_summary(bvh.load(str(folder / "dataset-2_raise-up-left-hand_normal_001.bvh.gz")))
     assert stand["toe_contact_share"] > 0.95 and stand["cycles"] == 0
     paths = save_contact_phase_plots(walk, str(tmp_path / "walk"))
     assert Path(paths[0]).stat().st_size > 1000 and paths[0].endswith(".png")

@@ -193,7 +193,7 @@ def test_cli_refuses_missing_or_empty_folders(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty")]) == 2
-    assert "no .bvh files" in capsys.readouterr().err
+    assert "no .bvh or .bvh.gz files" in capsys.readouterr().err
 
 
 def test_cli_surfaces_data_errors_as_one_line(tmp_path, capsys, monkeypatch):

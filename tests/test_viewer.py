@@ -21,7 +21,7 @@ from pfnn_core.controller import command_from_stick
 from pfnn_core.settings import RuntimeSettings
 
 WIDTH, HEIGHT = 640, 360
-WALK = "dataset-2_walk_normal_001.bvh"
+WALK = "dataset-2_walk_normal_001.bvh.gz"
 
 
 # ---- pure pieces ------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_playback_clip_of_a_real_walk_has_contacts_phase_and_a_forward_facing(bv
 
 def test_broken_bvh_raises_a_value_error(tmp_path, bvh_dir):
     broken = tmp_path / "broken.bvh"
-    broken.write_text((bvh_dir / WALK).read_text()[:3000])
+    broken.write_text(bvh.read_bytes(bvh_dir / WALK).decode()[:3000])
     with pytest.raises(ValueError):
         load_clip(broken)
 
@@ -444,7 +444,7 @@ def test_loading_another_checkpoint_hot_swaps_the_running_character(live, checkp
 def test_a_broken_bvh_from_the_panel_shows_an_error_and_nothing_else_changes(live, tmp_path, bvh_dir):
     running = live.source
     broken = tmp_path / "broken.bvh"
-    broken.write_text((bvh_dir / WALK).read_text().replace("Frame Time:", "Frame Tme:"))
+    broken.write_text(bvh.read_bytes(bvh_dir / WALK).decode().replace("Frame Time:", "Frame Tme:"))
     live.state.request("open_bvh", str(broken))
     live.run_frames(2)
     assert "broken.bvh" in live.state.playback.error
