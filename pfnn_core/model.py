@@ -4,6 +4,11 @@ Owns: `ModelConfig`, the two phase functions (`rbf_phase_weights` with the cycli
 `cubic_phase_weights`, a cyclic Catmull-Rom spline over 4 control sets), `PhaseFunctionedLinear`,
 `PFNN` and `NumpyPFNN` (the same weights as numpy arrays, for batch-1 CPU inference).
 
+Style conditioning: a model with `num_styles` S > 0 takes style weights [B, S] (one-hot for one style,
+any weights summing to 1 for a blend) appended to the input of EVERY phase-functioned layer, so each
+layer, each kernel, has its own per-style offset; a blend of styles blends those offsets. The style is
+never normalised and never dropped out.
+
 A phase function maps the phase p in [0, 1) to blend weights over K weight sets. Each layer computes
 all K outputs x @ W_k + b_k with one batched matmul and blends the OUTPUTS with those weights; it never
 builds a per-sample weight matrix (that costs B x in x out memory and is several times slower).
@@ -32,6 +37,7 @@ class ModelConfig:
     num_kernels: int = 8       # rbf weight sets K; cubic always uses 4 control sets
     beta: float = 8.0          # rbf bandwidth used in training; the live value is `PFNN.beta`
     dropout: float = 0.3       # drop probability before every layer [PFNN keeps 70% of units]
+    num_styles: int = 0        # style weights appended to every layer's input; 0 = no style input
 
     def __post_init__(self) -> None:
         if self.phase_function not in PHASE_FUNCTIONS:
@@ -39,6 +45,8 @@ class ModelConfig:
         for name in ("input_size", "output_size", "hidden_size", "num_layers", "num_kernels"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if int(self.num_styles) < 0:
+            raise ValueError(f"num_styles must be >= 0, got {self.num_styles}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
@@ -48,8 +56,9 @@ class ModelConfig:
         return CUBIC_CONTROL_POINTS if self.phase_function == "cubic" else self.num_kernels
 
     def layer_sizes(self) -> list[tuple[int, int]]:
+        """(inputs, outputs) of each layer; inputs include the style weights."""
         widths = [self.input_size] + [self.hidden_size] * (self.num_layers - 1) + [self.output_size]
-        return list(zip(widths[:-1], widths[1:]))
+        return [(n_in + self.num_styles, n_out) for n_in, n_out in zip(widths[:-1], widths[1:])]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -120,6 +129,20 @@ def phase_weights(phase, phase_function: str, num_kernels: int = 8, beta: float 
     raise ValueError(f"unknown phase function {phase_function!r}")
 
 
+def check_style(style, num_styles: int, batch: int):
+    """The style weights a model takes: None for a model without styles (any style given is ignored);
+    [B, S] for one with S styles (a [S] vector is broadcast); ValueError when missing or mis-sized."""
+    if num_styles == 0:
+        return None
+    if style is None:
+        raise ValueError(f"this model is conditioned on {num_styles} styles: pass style weights [B, {num_styles}]")
+    if style.ndim == 1:
+        style = style[None].expand(batch, -1) if isinstance(style, torch.Tensor) else np.broadcast_to(style, (batch, len(style)))
+    if tuple(style.shape) != (batch, num_styles):
+        raise ValueError(f"style weights have shape {tuple(style.shape)}, expected ({batch}, {num_styles})")
+    return style
+
+
 # --- layers and model -------------------------------------------------------------------------------
 
 class PhaseFunctionedLinear(nn.Module):
@@ -171,11 +194,16 @@ class PFNN(nn.Module):
     def phase_weights(self, phase: torch.Tensor) -> torch.Tensor:
         return phase_weights(phase, self.config.phase_function, self.config.num_kernels, self.beta)
 
-    def forward(self, x: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, phase: torch.Tensor, style: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, in], phase [B], style [B, S] weights (required when num_styles > 0) -> y [B, out]."""
         blend = self.phase_weights(phase.to(x.dtype))
+        style = check_style(style, self.config.num_styles, len(x))
         hidden = x
         for index, layer in enumerate(self.layers):
-            hidden = layer(self.dropout(hidden), blend)
+            hidden = self.dropout(hidden)
+            if style is not None:
+                hidden = torch.cat([hidden, style.to(hidden.dtype)], dim=-1)
+            hidden = layer(hidden, blend)
             if index < len(self.layers) - 1:
                 hidden = nn.functional.elu(hidden)
         return hidden
@@ -207,14 +235,17 @@ class NumpyPFNN:
         runner.beta = model.beta
         return runner
 
-    def __call__(self, x: np.ndarray, phase: np.ndarray) -> np.ndarray:
-        """x [B, in], phase [B] -> y [B, out] (float32)."""
+    def __call__(self, x: np.ndarray, phase: np.ndarray, style: np.ndarray | None = None) -> np.ndarray:
+        """x [B, in], phase [B], style [B, S] (when the model has styles) -> y [B, out] (float32)."""
         x = np.asarray(x, np.float32)
         blend = phase_weights(np.asarray(phase, np.float32), self.config.phase_function,
                               self.config.num_kernels, self.beta).astype(np.float32)
+        style = check_style(style, self.config.num_styles, len(x))
         hidden = x
         last = len(self.weights) - 1
         for index, (weight, bias) in enumerate(zip(self.weights, self.biases)):
+            if style is not None:
+                hidden = np.concatenate([hidden, np.asarray(style, np.float32)], axis=-1)
             per_kernel = (hidden @ weight).reshape(hidden.shape[0], self.kernel_count, -1)
             hidden = np.einsum("bk,bko->bo", blend, per_kernel) + blend @ bias
             if index < last:

@@ -165,3 +165,34 @@ def test_config_round_trip_and_validation():
         ModelConfig(input_size=3, output_size=4, phase_function="linear")
     with pytest.raises(ValueError, match="unknown"):
         ModelConfig.from_dict({**config.to_dict(), "colour": 1})
+
+
+def test_style_weights_enter_every_layer_and_blend_linearly_in_the_first():
+    torch.manual_seed(0)
+    model = PFNN(ModelConfig(10, 5, hidden_size=16, num_styles=3, dropout=0.0)).eval()
+    assert [n_in for n_in, _ in model.config.layer_sizes()] == [13, 19, 19]
+    with torch.no_grad():
+        for layer in model.layers:  # give each style its own weights so a style changes the output
+            layer.weight.normal_()
+    x, phase = torch.randn(2, 10), torch.tensor([0.1, 0.6])
+    one, two = torch.eye(3)[[0, 0]], torch.eye(3)[[1, 1]]
+    with torch.no_grad():
+        assert not torch.allclose(model(x, phase, one), model(x, phase, two))
+        # The first layer is affine in the style: its pre-activation for a 50/50 blend is the mean.
+        blend = model.phase_weights(phase)
+        first = lambda style: model.layers[0](torch.cat([x, style], -1), blend)
+        assert torch.allclose(first(0.5 * one + 0.5 * two), 0.5 * first(one) + 0.5 * first(two), atol=1e-5)
+        runner = model.to_numpy_runner()
+        assert np.allclose(runner(x.numpy(), phase.numpy(), two.numpy()), model(x, phase, two).numpy(), atol=1e-5)
+
+
+def test_a_style_model_refuses_missing_or_mis_sized_style_weights():
+    model = PFNN(ModelConfig(10, 5, hidden_size=8, num_styles=3)).eval()
+    x, phase = torch.randn(2, 10), torch.rand(2)
+    with pytest.raises(ValueError, match="conditioned on 3 styles"):
+        model(x, phase)
+    with pytest.raises(ValueError, match=r"expected \(2, 3\)"):
+        model(x, phase, torch.ones(2, 4) / 4)
+    assert model(x, phase, torch.tensor([0.0, 1.0, 0.0])).shape == (2, 5)  # one style for the batch
+    plain = PFNN(ModelConfig(10, 5, hidden_size=8)).eval()
+    assert ModelConfig.from_dict({k: v for k, v in plain.config.to_dict().items() if k != "num_styles"}) == plain.config
