@@ -653,7 +653,7 @@ def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
         names, note = list(data["val_files"]), "validation clips stored in the checkpoint"
     elif files:
         config = (meta.get("training") or {}).get("config") or {}
-        stand_in = SimpleNamespace(clip=np.arange(len(files)))
+        stand_in = SimpleNamespace(clip=np.arange(len(files)), clip_labels=[])
         _, val_ids = features.split_by_clip(stand_in, float(config.get("val_fraction", 0.1)),
                                             int(config.get("seed", 0)))
         names, note = [files[i] for i in val_ids], "validation split repeated from the training seed"

@@ -61,6 +61,10 @@ STANDING_MAX_SPEED = 0.25  # m/s: a clip whose mean root speed is below this is 
 ARMS_DOWN_TOLERANCE = 0.05  # m: hands within this height of the clip's first frame are "down"
 STANDING_REPLICAS = 4
 PLAUSIBLE_SPEED = (0.05, 6.0)  # m/s mean clip speed outside this: warn (a wrong Frame Time?)
+STAND_FADE = (0.1, 0.35)  # m/s: gait 'stand' fades out between these speeds
+RUN_FADE = (1.6, 2.2)  # m/s: without content labels, 'run' fades in between these speeds
+SKELETON_TOLERANCE_M = 0.002  # bone offsets of one training set may differ by this much (dataset 1: 0.4 mm)
+FEATURE_VERSION = 2  # bump when the features computed from the same files change (keys the dataset cache)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -177,20 +181,24 @@ def inverse_rotate_xz(yaw, vectors):
     return np.stack([c * x - s * z, s * x + c * z], axis=-1)
 
 
-def gait_from_speed(speed) -> np.ndarray:
-    """Soft (stand, walk, run) labels [..., 3] from ground speed (m/s); shared by training and runtime.
+def smoothstep(low, high, value):
+    t = np.clip((np.asarray(value, float) - low) / (high - low), 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)
 
-    stand below 0.3 m/s, fading out by 0.8; run fading in from 1.6 to full at 2.2; walk in between.
+
+def gait_from_speed(speed, run=None) -> np.ndarray:
+    """Soft (stand, walk, run) labels [..., 3] from ground speed (m/s) and how much the motion is a run;
+    shared by training and runtime.
+
+    stand is 1 below STAND_FADE[0] m/s and 0 above STAND_FADE[1] (the slowest walks in the data, sad and
+    elderly styles, move at 0.45-0.65 m/s); the moving rest is split between walk and run by `run`
+    [...] in [0, 1]: a clip's content (run/dash clips 1) in training, the run button at run time.
+    Without `run` (data without content labels) the run share fades in from 1.6 to 2.2 m/s.
     """
     speed = np.asarray(speed, float)
-
-    def smoothstep(low, high, value):
-        t = np.clip((value - low) / (high - low), 0.0, 1.0)
-        return t * t * (3.0 - 2.0 * t)
-
-    stand = 1.0 - smoothstep(0.3, 0.8, speed)
-    run = smoothstep(1.6, 2.2, speed)
-    return np.stack([stand, 1.0 - stand - run, run], axis=-1)
+    stand = 1.0 - smoothstep(*STAND_FADE, speed)
+    run_share = smoothstep(*RUN_FADE, speed) if run is None else np.clip(np.broadcast_to(run, speed.shape), 0.0, 1.0)
+    return np.stack([stand, (1.0 - stand) * (1.0 - run_share), (1.0 - stand) * run_share], axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -270,6 +278,26 @@ def facing_directions(global_positions, names, parents, dt: float, sigma_s: floa
     if sigma_s > 0 and len(facing) > 1:
         facing = gaussian_filter1d(facing, sigma_s / dt, axis=0, mode="nearest")
     return facing / np.maximum(np.linalg.norm(facing, axis=-1, keepdims=True), 1e-9)
+
+
+def body_frames(global_positions, names, parents) -> tuple[np.ndarray, np.ndarray]:
+    """The character's own frame in every frame, unsmoothed: origin under the hips (y = 0), x along the
+    hip line (right hip to left hip, on the ground), y up, z forward. Returns (origin [F, 3], yaw [F])
+    with yaw as everywhere (0 faces +Z); `to_body_frame` expresses points in it. Used to compare poses
+    (stance, realism), where the smoothed control root would hide the pelvis' own turn."""
+    global_positions = np.asarray(global_positions, float)
+    left, right = body_lines(names, parents, global_positions[0])["hips"]
+    across = global_positions[:, left, [0, 2]] - global_positions[:, right, [0, 2]]
+    origin = global_positions[:, hips_joint(names, parents, global_positions)].copy()
+    origin[:, 1] = 0.0
+    return origin, np.arctan2(-across[:, 1], across[:, 0])
+
+
+def to_body_frame(points, origin, yaw) -> np.ndarray:
+    """World points [F, K, 3] -> the frame of `body_frames` (or any origin [F, 3] and yaw [F])."""
+    local = np.asarray(points, float) - np.asarray(origin, float)[:, None]
+    local[..., [0, 2]] = inverse_rotate_xz(np.asarray(yaw, float)[:, None], local[..., [0, 2]])
+    return local
 
 
 def root_frames(motion, sigma_s: float = FACING_SIGMA_S):
@@ -412,8 +440,11 @@ def _resampled(motion):
     return resample(motion, SIM_FPS)
 
 
-def clip_features(motion, layouts: ModelLayout | None = None) -> ClipFeatures:
-    """X, Y and phase for every frame (but the first) of one clip, resampled to SIM_FPS first."""
+def clip_features(motion, layouts: ModelLayout | None = None, runs: bool | None = None) -> ClipFeatures:
+    """X, Y and phase for every frame (but the first) of one clip, resampled to SIM_FPS first.
+
+    `runs`: the clip is a run (True) or a walk (False) by its content label; None takes the gait from
+    the speed alone (`gait_from_speed`)."""
     motion = _resampled(motion)
     dt = 1.0 / SIM_FPS
     layouts = layouts or make_layouts(motion.num_joints)
@@ -445,7 +476,7 @@ def clip_features(motion, layouts: ModelLayout | None = None) -> ClipFeatures:
     now, before = np.arange(1, frames), np.arange(0, frames - 1)
     root_vel = inverse_rotate_xz(yaw[before][:, None], (labels.root_xz[now] - labels.root_xz[before])[:, None])[:, 0] / dt
     x = layouts.x.pack({
-        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now], "traj_gait": gait_from_speed(traj_speed[now]),
+        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now], "traj_gait": gait_from_speed(traj_speed[now], None if runs is None else float(runs)),
         "joint_pos": local_pos[before], "joint_vel": local_vel[before],
     })
     y = layouts.y.pack({
@@ -519,10 +550,17 @@ class TrainingData:
     mirrored: np.ndarray = None  # [N] bool
     standing: np.ndarray = None  # [N] bool: calm standing samples
     summary: dict = field(default_factory=dict)  # counts, hash, build seconds
+    style: np.ndarray = None  # [N] int64: index into `styles` of each row's style
+    styles: list = field(default_factory=list)  # style names, in the order of the model's style input
+    clip_labels: list = field(default_factory=list)  # clip id -> {"style": ..., "content": ...}
+    style_stats: dict = field(default_factory=dict)  # style -> `style_statistics` (speeds, strides, minutes)
+    floor_heights: list = field(default_factory=list)  # [4] planted height (m) of each contact joint
+    stance: dict = field(default_factory=dict)  # `standing_stance`: the feet under the hips when standing
 
 
 def bvh_paths(paths_or_folder) -> list[Path]:
-    """Sorted BVH files from a folder, a file, or a list of them; ValueError when there are none."""
+    """Sorted BVH files (.bvh, .bvh.gz) from folders (searched recursively), files, or a list of them;
+    ValueError when there are none."""
     items = [paths_or_folder] if isinstance(paths_or_folder, (str, os.PathLike)) else list(paths_or_folder)
     found = []
     for item in items:
@@ -560,13 +598,40 @@ def skeleton_dict(motion) -> dict:
     }
 
 
-def _check_same_skeleton(reference, motion, path):
+def skeleton_difference(reference, motion) -> str | None:
+    """Why two motions are not on one skeleton, or None when they are.
+
+    Joint names and parents must be equal; bone offsets may differ by SKELETON_TOLERANCE_M. End Sites
+    are not compared, nor the offsets of the root joint and of the joints down to the hips: those hold
+    each take's start position (the bundled files' Hips OFFSET does)."""
     if list(motion.names) != list(reference.names) or not np.array_equal(motion.parents, reference.parents):
-        raise ValueError(f"{path}: its skeleton (joint names) differs from {reference.source}; "
-                         "use one skeleton per training set")
-    if not np.allclose(motion.offsets, reference.offsets, atol=1e-4, rtol=1e-3):
-        raise ValueError(f"{path}: its skeleton (bone offsets) differs from {reference.source}; "
-                         "use one skeleton per training set")
+        differing = [f"{a} vs {b}" for a, b in zip(motion.names, reference.names) if a != b]
+        detail = (f"joints {', '.join(differing[:3])}" if differing
+                  else f"{motion.num_joints} joints vs {reference.num_joints}" if motion.num_joints != reference.num_joints
+                  else "the joint hierarchy (parents)")
+        return f"its joints differ ({detail})"
+    parents = np.asarray(reference.parents)
+    start = hips_joint(reference.names, parents)
+    skip = [start] + list(_ancestors(parents, start))
+    gap = np.abs(np.asarray(motion.offsets, float) - np.asarray(reference.offsets, float)).max(axis=-1)
+    gap[skip] = 0.0
+    joint = int(np.argmax(gap))
+    if gap[joint] > SKELETON_TOLERANCE_M:
+        return (f"its bone offsets differ (joint {reference.names[joint]!r} by {100 * gap[joint]:.2f} cm, "
+                f"tolerance {100 * SKELETON_TOLERANCE_M:.1f} cm)")
+    return None
+
+
+def _ancestors(parents, joint: int):
+    while parents[joint] >= 0:
+        joint = int(parents[joint])
+        yield joint
+
+
+def _check_same_skeleton(reference, motion, path):
+    why = skeleton_difference(reference, motion)
+    if why:
+        raise ValueError(f"{path}: {why} from {reference.source}; use one skeleton per training set")
 
 
 def data_hash(paths, settings: dict) -> str:
@@ -577,22 +642,95 @@ def data_hash(paths, settings: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
-                        seed: int = 0, cache_dir=None, progress=None) -> TrainingData:
-    """Load every BVH, make samples (plus mirrored copies), calm standing samples, stride statistics.
+@dataclass
+class _StyleSamples:
+    """What one style's clips measure (collected while building, summarised by `style_statistics`)."""
 
-    Raises ValueError naming the file for: no BVH, mixed skeletons, a clip too short to window.
-    Warns (logging) when a clip's mean speed is implausible (a wrong Frame Time makes speeds wrong).
+    seconds: dict = field(default_factory=dict)  # content -> seconds of mocap
+    clip_speeds: dict = field(default_factory=dict)  # motion kind -> [mean clip speed]
+    cycle_speeds: list = field(default_factory=list)
+    cycle_strides: list = field(default_factory=list)
+    walk_cycle_speeds: list = field(default_factory=list)
+
+
+def motion_kind(label) -> str:
+    """'stand', 'walk', 'run', 'back' (walking backwards), 'side' (side-steps) or 'other' from a clip
+    label's content, 'unknown' when the content is unknown."""
+    content = label.content
+    if label.stands:
+        return "stand"
+    if label.runs is None:
+        return "unknown"
+    if label.runs:
+        return "run"
+    if "back" in content:
+        return "back"
+    if content.endswith(("-left", "-right")) and "turn" not in content:
+        return "side"
+    return "walk" if content.startswith("walk") else "other"
+
+
+def style_statistics(samples: _StyleSamples) -> dict:
+    """Per style: minutes (total and per content), clips, full-stick walk and run speeds (median mean clip
+    speed of forward walks and runs), the slowest walk (10th percentile of forward-walk cycle speeds),
+    backward-walk and side-step speeds, and the stride length as a function of speed."""
+    def median(kind):
+        values = samples.clip_speeds.get(kind) or []
+        return float(np.median(values)) if values else None
+
+    walk_cycles = np.asarray(samples.walk_cycle_speeds, float)
+    return {
+        "minutes": round(sum(samples.seconds.values()) / 60.0, 3),
+        "content_minutes": {k: round(v / 60.0, 3) for k, v in sorted(samples.seconds.items())},
+        "clips": int(sum(len(v) for v in samples.clip_speeds.values())),
+        "walk": median("walk") or median("unknown"), "run": median("run"),
+        "slowest_walk": float(np.percentile(walk_cycles, 10)) if len(walk_cycles) else None,
+        "walk_back": median("back"), "side_step": median("side"),
+        "stride": (stride_statistics(np.concatenate(samples.cycle_speeds), np.concatenate(samples.cycle_strides))
+                   if samples.cycle_speeds and sum(map(len, samples.cycle_speeds)) else None),
+    }
+
+
+def floor_heights(heights_and_contacts) -> list:
+    """The planted height (m) of each contact joint: the median of its height over its labelled contact
+    frames, pooled over clips [(heights [F, 4], contacts [F, 4] bool)]."""
+    heights = np.concatenate([h for h, _ in heights_and_contacts]) if heights_and_contacts else np.zeros((0, 4))
+    contacts = np.concatenate([c for _, c in heights_and_contacts]) if heights_and_contacts else np.zeros((0, 4), bool)
+    return [float(np.median(heights[contacts[:, k], k])) if contacts[:, k].any() else float("nan")
+            for k in range(heights.shape[1])]
+
+
+def standing_stance(features: ClipFeatures, names, parents) -> np.ndarray | None:
+    """The contact joints [F', 4, 3] of a standing clip's arms-down frames in the body frame
+    (`body_frames`: x along the hip line, z forward, origin under the hips), or None."""
+    keep = arms_down_frames(features.labels, names, parents)
+    if not keep.any():
+        return None
+    positions = features.labels.global_positions[keep]
+    origin, yaw = body_frames(positions, names, parents)
+    return to_body_frame(positions[:, features.labels.contact_joints], origin, yaw)
+
+
+def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
+                        seed: int = 0, cache_dir=None, progress=None, label_rule=None) -> TrainingData:
+    """Load every BVH, label it (`pfnn_core.labels`), make samples (plus mirrored copies), calm standing
+    samples, style, stride and floor statistics.
+
+    Raises ValueError naming the file for: no BVH, mixed skeletons, a clip too short to window, a clip
+    the labelling rule cannot label. Warns (logging) when a clip's mean speed is implausible.
     cache_dir: when given, the result is cached there as .npz keyed by a hash of files and settings.
     """
     import time
 
+    from pfnn_core import labels as labelling
     from pfnn_core.kinematics import mirror_keep_skeleton as mirror_motion
 
     started = time.perf_counter()
     paths = bvh_paths(paths_or_folder)
+    clip_labels = labelling.label_clips(paths, label_rule)
+    styles = sorted({label.style for label in clip_labels})
     settings = {"mirror": mirror, "standing_replicas": standing_replicas, "seed": seed, "fps": SIM_FPS,
-                "version": 1}
+                "version": FEATURE_VERSION, "labels": [[l.style, l.content] for l in clip_labels]}
     key = data_hash(paths, settings) if cache_dir else None
     if cache_dir:
         cached = _load_cache(Path(cache_dir) / f"pfnn-data-{key}.npz")
@@ -601,10 +739,12 @@ def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas:
 
     rng = np.random.default_rng(seed)
     reference, layouts = None, None
-    xs, ys, phases, clips, nexts, mirrored_flags, standing_flags = [], [], [], [], [], [], []
-    cycle_speeds, cycle_strides_all, clip_speeds = [], [], []
+    columns = {name: [] for name in ("x", "y", "phase", "clip", "next", "mirrored", "standing", "style")}
+    per_style = {style: _StyleSamples() for style in styles}
+    pooled = _StyleSamples()
+    planted, stances = [], []
     row_count = 0
-    for clip_id, path in enumerate(paths):
+    for clip_id, (path, label) in enumerate(zip(paths, clip_labels)):
         motion = bvh.load(str(path))
         if reference is None:
             try:
@@ -616,64 +756,97 @@ def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas:
             _check_same_skeleton(reference, motion, path)
         if motion.duration < MIN_CLIP_S:
             raise ValueError(f"{path}: clip too short to window ({motion.duration:.2f} s < {MIN_CLIP_S} s)")
+        style_id = styles.index(label.style)
+        kind = motion_kind(label)
         versions = [(motion, False)] + ([(mirror_motion(motion), True)] if mirror else [])
         for version, is_mirror in versions:
-            features = clip_features(version, layouts)
+            features = clip_features(version, layouts, runs=None if kind in ("unknown", "stand") else label.runs)
             if not is_mirror:
                 _warn_implausible_speed(path, features)
+                _collect_statistics(features, label, kind, motion.duration, per_style[label.style], pooled,
+                                    planted, stances, version)
             if features.is_standing_clip:
                 samples = calm_standing_samples(features, layouts, standing_replicas, rng)
                 if samples is None:
                     continue
                 x, y, phase, next_local = samples
                 standing = np.ones(len(x), bool)
+                # Standing looks alike in every style: each replica is shown as a random style.
+                replica = np.arange(len(x)) // max(len(x) // standing_replicas, 1)
+                style = rng.integers(len(styles), size=standing_replicas + 1)[replica]
             else:
                 x, y, phase = features.x, features.y, features.phase
                 next_local = np.r_[np.arange(1, len(x)), -1]
                 standing = np.zeros(len(x), bool)
-                if not is_mirror:
-                    cycle_speeds.append(features.cycle_speeds)
-                    cycle_strides_all.append(features.stride_lengths)
-                    clip_speeds.append(features.mean_speed)
-            xs.append(x)
-            ys.append(y)
-            phases.append(phase)
-            clips.append(np.full(len(x), clip_id))
-            nexts.append(np.where(next_local >= 0, next_local + row_count, -1))
-            mirrored_flags.append(np.full(len(x), is_mirror))
-            standing_flags.append(standing)
+                style = np.full(len(x), style_id)
+            for name, value in (("x", x), ("y", y), ("phase", phase), ("clip", np.full(len(x), clip_id)),
+                                ("next", np.where(next_local >= 0, next_local + row_count, -1)),
+                                ("mirrored", np.full(len(x), is_mirror)), ("standing", standing), ("style", style)):
+                columns[name].append(value)
             row_count += len(x)
         if progress:
             progress(clip_id + 1, len(paths))
 
-    stride = (stride_statistics(np.concatenate(cycle_speeds), np.concatenate(cycle_strides_all))
-              if cycle_speeds and sum(map(len, cycle_speeds)) else {"speed": [1.2], "stride_length": [1.4],
-                                                                   "linear": [1.4, 0.0], "num_cycles": 0})
+    pooled_stats = style_statistics(pooled)
+    stride = pooled_stats["stride"] or {"speed": [1.2], "stride_length": [1.4], "linear": [1.4, 0.0], "num_cycles": 0}
+    stance = np.concatenate(stances) if stances else None
     data = TrainingData(
-        x=np.concatenate(xs).astype(np.float32), y=np.concatenate(ys).astype(np.float32),
-        phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clips).astype(np.int64),
-        next_index=np.concatenate(nexts).astype(np.int64), layout=layouts,
+        x=np.concatenate(columns["x"]).astype(np.float32), y=np.concatenate(columns["y"]).astype(np.float32),
+        phase=np.concatenate(columns["phase"]).astype(np.float32),
+        clip=np.concatenate(columns["clip"]).astype(np.int64),
+        next_index=np.concatenate(columns["next"]).astype(np.int64), layout=layouts,
         clip_names=[p.name for p in paths], skeleton=skeleton_dict(reference), stride=stride,
-        gait_speeds=measured_gait_speeds(clip_speeds),
-        mirrored=np.concatenate(mirrored_flags), standing=np.concatenate(standing_flags),
+        gait_speeds=measured_gait_speeds(pooled.clip_speeds),
+        mirrored=np.concatenate(columns["mirrored"]), standing=np.concatenate(columns["standing"]),
+        style=np.concatenate(columns["style"]).astype(np.int64), styles=styles,
+        clip_labels=[{"style": l.style, "content": l.content} for l in clip_labels],
+        style_stats={style: style_statistics(samples) for style, samples in per_style.items()},
+        floor_heights=floor_heights(planted),
+        stance=({"positions": stance.mean(axis=0).tolist(), "spread": stance.std(axis=0).tolist(),
+                 "frames": int(len(stance))} if stance is not None else {}),
     )
     data.summary = {"files": len(paths), "rows": int(len(data.x)), "standing_rows": int(data.standing.sum()),
                     "mirror": mirror, "hash": key or data_hash(paths, settings),
+                    "minutes": round(sum(s["minutes"] for s in data.style_stats.values()), 2),
                     "build_seconds": round(time.perf_counter() - started, 2)}
     if cache_dir:
         _save_cache(Path(cache_dir) / f"pfnn-data-{key}.npz", data)
     return data
 
 
-def measured_gait_speeds(clip_speeds) -> dict:
-    """Mean clip speed of the walk and run clips (classified by gait_from_speed), m/s."""
-    speeds = np.asarray(clip_speeds, float)
-    labels = np.argmax(gait_from_speed(speeds), axis=-1) if len(speeds) else np.zeros(0, int)
-    walk = speeds[labels == 1]
-    run = speeds[labels == 2]
-    walk_speed = float(walk.mean()) if len(walk) else 1.2
-    return {"walk": walk_speed, "run": float(run.mean()) if len(run) else 2.5 * walk_speed,
-            "measured": {"walk": int(len(walk)), "run": int(len(run))}}
+def _collect_statistics(features: ClipFeatures, label, kind: str, seconds: float, style: _StyleSamples,
+                        pooled: _StyleSamples, planted: list, stances: list, motion) -> None:
+    """Add one (unmirrored) clip to its style's and the pooled statistics, the floor and the stance."""
+    for samples in (style, pooled):
+        samples.seconds[label.content] = samples.seconds.get(label.content, 0.0) + seconds
+    if features.is_standing_clip:
+        stance = standing_stance(features, motion.names, np.asarray(motion.parents))
+        if stance is not None:
+            stances.append(stance)
+        return
+    labels = features.labels
+    planted.append((labels.global_positions[:, labels.contact_joints, 1], labels.contacts))
+    for samples in (style, pooled):
+        samples.clip_speeds.setdefault(kind, []).append(features.mean_speed)
+        if kind in ("walk", "run", "unknown"):
+            samples.cycle_speeds.append(features.cycle_speeds)
+            samples.cycle_strides.append(features.stride_lengths)
+        if kind in ("walk", "unknown"):
+            samples.walk_cycle_speeds.extend(features.cycle_speeds.tolist())
+
+
+def measured_gait_speeds(clip_speeds: dict) -> dict:
+    """Full-stick walk and run speeds (m/s): the median mean speed of the forward-walk and run clips; a
+    set without content labels ('unknown') is split into walks and runs by `gait_from_speed`."""
+    walks, runs = list(clip_speeds.get("walk") or []), list(clip_speeds.get("run") or [])
+    unknown = np.asarray(clip_speeds.get("unknown") or [], float)
+    if len(unknown):
+        is_run = np.argmax(gait_from_speed(unknown), axis=-1) == 2
+        walks += unknown[~is_run].tolist()
+        runs += unknown[is_run].tolist()
+    walk_speed = float(np.median(walks)) if walks else 1.2
+    return {"walk": walk_speed, "run": float(np.median(runs)) if runs else 2.5 * walk_speed,
+            "measured": {"walk": len(walks), "run": len(runs)}}
 
 
 def _warn_implausible_speed(path, features: ClipFeatures):
@@ -686,25 +859,37 @@ def _warn_implausible_speed(path, features: ClipFeatures):
 
 
 def _save_cache(path: Path, data: TrainingData):
+    """Every field of `data`: arrays in the .npz, the rest as JSON (layout by its own to_json)."""
+    import dataclasses
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"layout": data.layout.to_json(), "clip_names": data.clip_names, "skeleton": data.skeleton,
-            "stride": data.stride, "gait_speeds": data.gait_speeds, "summary": data.summary}
-    np.savez(path, x=data.x, y=data.y, phase=data.phase, clip=data.clip, next_index=data.next_index,
-             mirrored=data.mirrored, standing=data.standing, meta=np.array(json.dumps(meta)))
+    arrays, meta = {}, {}
+    for item in dataclasses.fields(data):
+        value = getattr(data, item.name)
+        if isinstance(value, np.ndarray):
+            arrays[item.name] = value
+        else:
+            meta[item.name] = value.to_json() if item.name == "layout" else value
+    np.savez(path, **arrays, meta=np.array(json.dumps(meta)))
 
 
 def _load_cache(path: Path):
+    import dataclasses
+
     if not path.exists():
         return None
     try:
         with np.load(path, allow_pickle=False) as stored:
             meta = json.loads(str(stored["meta"]))
-            arrays = {k: stored[k] for k in ("x", "y", "phase", "clip", "next_index", "mirrored", "standing")}
+            arrays = {name: stored[name] for name in stored.files if name != "meta"}
     except (OSError, ValueError, KeyError):
         return None
-    return TrainingData(layout=FeatureLayout.from_json(meta["layout"]), clip_names=meta["clip_names"],
-                        skeleton=meta["skeleton"], stride=meta["stride"], gait_speeds=meta["gait_speeds"],
-                        summary=dict(meta["summary"], cached=True), **arrays)
+    names = {item.name for item in dataclasses.fields(TrainingData)}
+    if set(meta) | set(arrays) != names:
+        return None  # written by another version of this code
+    meta["layout"] = FeatureLayout.from_json(meta["layout"])
+    meta["summary"] = dict(meta["summary"], cached=True)
+    return TrainingData(**meta, **arrays)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -720,13 +905,28 @@ def normalisation(data: TrainingData, rows=None, std_floor: float = 1e-3):
 
 
 def split_by_clip(data: TrainingData, val_fraction: float = 0.1, seed: int = 0):
-    """(train_rows, val_rows): whole clips (with their mirrored copies) go to one side only."""
+    """(train_rows, val_rows): whole clips (with their mirrored copies) go to one side only.
+
+    With clip labels of several kinds, the split is drawn within each (style, content) group:
+    round(val_fraction * n) clips of a group of n, always leaving two in training, so a content that
+    has only a clip or two per style (side-steps, backward walks) is never held out altogether. When
+    that holds nothing out (tiny sets), clips are drawn from all, at least one."""
     clip_ids = np.unique(data.clip)
     rng = np.random.default_rng(seed)
-    shuffled = rng.permutation(clip_ids)
-    val_count = int(round(val_fraction * len(clip_ids)))
-    if val_fraction > 0 and len(clip_ids) > 1:
-        val_count = min(max(val_count, 1), len(clip_ids) - 1)
-    val_clips = shuffled[:val_count]
+    groups = {}
+    for clip_id in clip_ids:
+        label = data.clip_labels[clip_id] if data.clip_labels else {}
+        groups.setdefault((label.get("style"), label.get("content")), []).append(clip_id)
+    val_clips = []
+    if len(groups) > 1:
+        for key in sorted(groups, key=str):
+            members = rng.permutation(groups[key])
+            val_clips += list(members[:max(0, min(int(round(val_fraction * len(members))), len(members) - 2))])
+    if not val_clips:  # one kind of clip, or groups too small to stratify: draw from all clips
+        shuffled = rng.permutation(clip_ids)
+        val_count = int(round(val_fraction * len(clip_ids)))
+        if val_fraction > 0 and len(clip_ids) > 1:
+            val_count = min(max(val_count, 1), len(clip_ids) - 1)
+        val_clips = shuffled[:val_count]
     is_val = np.isin(data.clip, val_clips)
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)

@@ -45,7 +45,9 @@ class TrainConfig:
     hidden_size: int = 512        # units per hidden layer
     phase_function: str = "rbf"   # 'rbf' or 'cubic'
     num_kernels: int = 8          # rbf weight sets (cubic always uses 4)
-    beta: float = 8.0             # rbf bandwidth
+    beta: float = 8.0             # rbf bandwidth (validation and the model's default)
+    beta_range: tuple | None = (4.0, 16.0)  # rbf: beta drawn log-uniformly per batch from [lo, hi], so the
+                                  # live knob works across that range; None = always `beta`
     dropout: float = 0.3          # drop probability [PFNN keeps 70%]
     epochs: int = 60              # upper bound; early stopping may end sooner
     batch_size: int = 256         # rollouts per optimizer step
@@ -65,6 +67,7 @@ class TrainConfig:
     device: str = "auto"          # 'auto' (cuda when present), 'cpu' or 'cuda'
     threads: int = 0              # torch CPU threads; 0 = leave torch's default
     resume: str | None = None     # resumable checkpoint to continue from
+    labels: str | None = None     # labelling rule: 'filename' (default), 'folder' or a JSON/CSV table
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
@@ -128,6 +131,7 @@ class _Tensors:
     joint_vel: torch.Tensor       # indices in y, [J * 3]
     contacts: torch.Tensor        # indices in y, [4]
     foot_joints: torch.Tensor     # joint indices of the 4 contact joints
+    style: torch.Tensor | None    # [N, S] one-hot style of each row; None for a model without styles
 
 
 def _to_device(data, norm, device) -> _Tensors:
@@ -149,7 +153,19 @@ def _to_device(data, norm, device) -> _Tensors:
         joint_vel=as_long(_indices(y_layout, "joint_vel")),
         contacts=as_long(_indices(y_layout, "contacts")),
         foot_joints=as_long(_foot_joint_indices(data)),
+        style=(functional.one_hot(as_long(data.style), len(data.styles)).float()
+               if num_styles(data) else None),
     )
+
+
+def num_styles(data) -> int:
+    """Width of the model's style input: the number of styles, 0 when the data has one style or none."""
+    styles = list(getattr(data, "styles", None) or [])
+    return len(styles) if len(styles) > 1 else 0
+
+
+def _style_of(tensors: _Tensors, rows: torch.Tensor):
+    return None if tensors.style is None else tensors.style[rows]
 
 
 # --- loss -------------------------------------------------------------------------------------------
@@ -206,7 +222,7 @@ def rollout_loss(model: PFNN, tensors: _Tensors, start_rows: torch.Tensor, confi
         if fed_pose is not None:
             feed = torch.rand(len(rows), device=rows.device) < feedback_probability
             x[:, tensors.x_pose] = torch.where(feed[:, None], fed_pose, x[:, tensors.x_pose])
-        pred = model(x, tensors.phase[rows])
+        pred = model(x, tensors.phase[rows], _style_of(tensors, rows))
         losses = sample_losses(pred, tensors.y[rows], tensors, config)["total"]
         total = total + (losses * active).sum()
         count = count + active.sum()
@@ -228,7 +244,7 @@ def validation_losses(model: PFNN, tensors: _Tensors, rows: torch.Tensor, config
     sums: dict[str, float] = {}
     for start in range(0, len(rows), VALIDATION_BATCH):
         batch = rows[start:start + VALIDATION_BATCH]
-        pred = model(tensors.x[batch], tensors.phase[batch])
+        pred = model(tensors.x[batch], tensors.phase[batch], _style_of(tensors, batch))
         for name, value in sample_losses(pred, tensors.y[batch], tensors, config).items():
             sums[name] = sums.get(name, 0.0) + float(value.sum())
     model.train(was_training)
@@ -241,6 +257,16 @@ def cosine_lr(config: TrainConfig, step: int, total_steps: int) -> float:
     final = config.lr * config.lr_final_fraction
     progress = min(step / max(total_steps, 1), 1.0)
     return final + 0.5 * (config.lr - final) * (1.0 + math.cos(math.pi * progress))
+
+
+def batch_beta(config: TrainConfig, step: int) -> float:
+    """The RBF beta of one optimizer step: log-uniform in `beta_range`, drawn from (seed, step) so a
+    resumed run draws the same values; `beta` when there is no range."""
+    if not config.beta_range:
+        return float(config.beta)
+    low, high = (float(v) for v in config.beta_range)
+    draw = np.random.default_rng([config.seed, 7919, step]).random()
+    return float(math.exp(math.log(low) + draw * (math.log(high) - math.log(low))))
 
 
 def feedback_probability(config: TrainConfig, epoch: int) -> float:
@@ -313,8 +339,9 @@ def choose_device(name: str) -> torch.device:
 
 def load_training_data(config: TrainConfig):
     from pfnn_core import features
+    from pfnn_core.labels import LabelRule
     source = config.data[0] if len(config.data) == 1 else list(config.data)
-    return features.build_training_data(source, mirror=config.mirror)
+    return features.build_training_data(source, mirror=config.mirror, label_rule=LabelRule.parse(config.labels))
 
 
 def _split_and_norm(data, config: TrainConfig):
@@ -350,7 +377,8 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     meta_base_data["folders"] = [str(Path(item).resolve()) for item in config.data]
     model_config = ModelConfig(input_size=data.x.shape[1], output_size=data.y.shape[1],
                                hidden_size=config.hidden_size, phase_function=config.phase_function,
-                               num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout)
+                               num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout,
+                               num_styles=num_styles(data))
     model = PFNN(model_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     run = {"epoch": 0, "batch": 0, "step": 0, "best_val_loss": math.inf, "best_epoch": 0,
@@ -376,8 +404,11 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     batches_per_epoch = len(epoch_start_rows(train_rows, config, 0))
     total_steps = batches_per_epoch * config.epochs
     val_rows_t = torch.as_tensor(val_rows if len(val_rows) else train_rows, dtype=torch.long, device=device)
+    meta_base_data["clip_labels"] = {name: [label["style"], label["content"]]
+                                     for name, label in zip(data.clip_names, data.clip_labels)}
     meta_base = {"skeleton": data.skeleton, "stride": data.stride, "gait_speeds": data.gait_speeds,
-                 "data": meta_base_data}
+                 "data": meta_base_data, "styles": {"names": list(data.styles), "stats": data.style_stats},
+                 "floor_heights": list(data.floor_heights), "stance": data.stance}
     session_start, session_start_step = time.perf_counter(), run["step"]
 
     def report(event: str, **extra) -> None:
@@ -428,6 +459,7 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
             for group in optimizer.param_groups:
                 group["lr"] = lr
             start_rows = torch.as_tensor(batches[run["batch"]], dtype=torch.long, device=device)
+            model.beta = batch_beta(config, run["step"])
             loss = rollout_loss(model, tensors, start_rows, config, feedback)
             if not torch.isfinite(loss):
                 kept = [str(p) for p in (out_path, resume_path) if p.exists()]
@@ -443,6 +475,7 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
             run["epoch_batches"] += 1
             report("batch", feedback_probability=feedback)
 
+        model.beta = float(config.beta)
         val = validation_losses(model, tensors, val_rows_t, config)
         run["train_losses"].append(run["epoch_loss_sum"] / max(run["epoch_batches"], 1))
         run["val_losses"].append(val["total"])
@@ -477,6 +510,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--phase-function", choices=["rbf", "cubic"])
     parser.add_argument("--kernels", type=int, dest="num_kernels")
     parser.add_argument("--beta", type=float)
+    parser.add_argument("--beta-range", type=float, nargs=2, metavar=("LO", "HI"),
+                        help="rbf: draw beta per batch log-uniformly from [LO, HI] (default 4 16)")
+    parser.add_argument("--fixed-beta", action="store_const", const=(), dest="beta_range",
+                        help="rbf: always train at --beta")
+    parser.add_argument("--labels", help="labelling rule: 'filename' (default: {set}_{content}_{style}_{id}), "
+                        "'folder' (one folder per style) or a JSON/CSV table of file -> style, content")
     parser.add_argument("--dropout", type=float)
     parser.add_argument("--lr", type=float)
     parser.add_argument("--batch-size", type=int)

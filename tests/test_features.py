@@ -53,10 +53,13 @@ def test_layout_json_round_trip():
 
 
 def test_gait_labels():
-    labels = gait_from_speed(np.array([0.0, 0.3, 1.2, 1.5, 2.2, 3.5]))
+    labels = gait_from_speed(np.array([0.0, 0.1, 0.5, 1.2, 1.5, 2.2, 3.5]))
     np.testing.assert_allclose(labels.sum(-1), 1.0)
-    assert labels[0, 0] == 1 and labels[1, 0] == 1 and labels[2, 1] == 1 and labels[3, 1] == 1
-    assert labels[4, 2] == 1 and labels[5, 2] == 1
+    assert labels[0, 0] == 1 and labels[1, 0] == 1 and labels[2, 1] == 1 and labels[3, 1] == 1 and labels[4, 1] == 1
+    assert labels[5, 2] == 1 and labels[6, 2] == 1
+    # with a run flag (content labels) the speed only decides standing: an elderly run at 1.4 m/s is a run
+    np.testing.assert_allclose(gait_from_speed(np.array([0.0, 1.4, 1.4]), np.array([1.0, 1.0, 0.0])),
+                               [[1, 0, 0], [0, 0, 1], [0, 1, 0]], atol=1e-12)
     assert np.all(np.diff(gait_from_speed(np.linspace(0, 4, 100))[:, 2]) >= 0)
 
 

@@ -5,7 +5,7 @@ the loss terms are zero on the data itself, and the command line refuses bad inp
 The data is a small synthetic gait: per clip a phase that advances at a clip-specific rate, a pose that is
 a function of the phase, and y's pose equal to the next row's x pose, so rollouts are meaningful."""
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -33,6 +33,12 @@ class TinyData:
     skeleton: dict
     stride: dict
     gait_speeds: dict
+    style: np.ndarray = None
+    styles: list = field(default_factory=list)
+    clip_labels: list = field(default_factory=list)
+    style_stats: dict = field(default_factory=dict)
+    floor_heights: list = field(default_factory=list)
+    stance: dict = field(default_factory=dict)
 
 
 def synthetic_data(clips=8, frames=90, seed=0) -> TinyData:
