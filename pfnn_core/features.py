@@ -700,15 +700,15 @@ def floor_heights(heights_and_contacts) -> list:
             for k in range(heights.shape[1])]
 
 
-def standing_stance(features: ClipFeatures, names, parents) -> np.ndarray | None:
+def standing_stance(labels: ClipLabels, names, parents) -> np.ndarray | None:
     """The contact joints [F', 4, 3] of a standing clip's arms-down frames in the body frame
     (`body_frames`: x along the hip line, z forward, origin under the hips), or None."""
-    keep = arms_down_frames(features.labels, names, parents)
+    keep = arms_down_frames(labels, names, parents)
     if not keep.any():
         return None
-    positions = features.labels.global_positions[keep]
+    positions = labels.global_positions[keep]
     origin, yaw = body_frames(positions, names, parents)
-    return to_body_frame(positions[:, features.labels.contact_joints], origin, yaw)
+    return to_body_frame(positions[:, labels.contact_joints], origin, yaw)
 
 
 def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
@@ -820,7 +820,7 @@ def _collect_statistics(features: ClipFeatures, label, kind: str, seconds: float
     for samples in (style, pooled):
         samples.seconds[label.content] = samples.seconds.get(label.content, 0.0) + seconds
     if features.is_standing_clip:
-        stance = standing_stance(features, motion.names, np.asarray(motion.parents))
+        stance = standing_stance(features.labels, motion.names, np.asarray(motion.parents))
         if stance is not None:
             stances.append(stance)
         return

@@ -122,10 +122,11 @@ def correct_drift(predicted: np.ndarray, mean_error: np.ndarray) -> np.ndarray:
 
 
 def stand_amount(command_speed, stand_speed: float) -> np.ndarray:
-    """1 when the commanded speed is zero, falling linearly to 0 at `stand_speed` (m/s)."""
+    """1 when the commanded speed is zero, falling linearly to 0 at `stand_speed` (m/s); 0 everywhere
+    (no stand-amount scaling at all) when `stand_speed` is 0."""
     command_speed = np.asarray(command_speed, dtype=float)
     if stand_speed <= 0.0:
-        return (command_speed <= 0.0).astype(float)
+        return np.zeros_like(command_speed)
     return np.clip(1.0 - command_speed / stand_speed, 0.0, 1.0)
 
 
@@ -446,6 +447,12 @@ class Network:
         self.chain = chain_matrix(self.parents, self.anchor)
         self.rotation_fit = rotation_fit(self.parents, self.anchor)
         self.floor_heights: np.ndarray | None = None  # [4] lowest height of each contact joint; set on settling
+        self.style_names = list((checkpoint.meta.get("styles") or {}).get("names") or [])
+        self.num_styles = int(getattr(checkpoint.config, "num_styles", 0) or 0)
+        # The style used when a caller gives none: 'normal' when the model knows it, else the first.
+        self.default_style = np.zeros(self.num_styles)
+        if self.num_styles:
+            self.default_style[self.style_names.index("normal") if "normal" in self.style_names else 0] = 1.0
         self.stride = checkpoint.meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
         self.sim_fps = float(features.SIM_FPS)
         offsets = np.asarray(features.TRAJ_OFFSETS)
@@ -469,17 +476,21 @@ class Network:
             self.numpy_model.beta = float(beta)
 
     @torch.no_grad()
-    def predict(self, x: np.ndarray, phase: np.ndarray) -> np.ndarray:
-        """Raw (unnormalised) x [B, nx] and phase [B] -> raw y [B, ny] as float64 numpy."""
+    def predict(self, x: np.ndarray, phase: np.ndarray, style: np.ndarray | None = None) -> np.ndarray:
+        """Raw (unnormalised) x [B, nx], phase [B] and style weights [B, S] (style models) -> raw y [B, ny]
+        as float64 numpy."""
         x = np.where(self.constant_inputs, self.norm_np["x_mean"], x)
+        if style is None and self.num_styles:
+            style = np.broadcast_to(self.default_style, (len(x), self.num_styles))
         if self.path == "numpy":
             n = self.norm_np
-            y = self.numpy_model((x - n["x_mean"]) / n["x_std"], phase)
+            y = self.numpy_model((x - n["x_mean"]) / n["x_std"], phase, style)
             return (y * n["y_std"] + n["y_mean"]).astype(np.float64)
         packed = np.concatenate([x, np.asarray(phase)[:, None]], axis=1).astype(np.float32)
         inputs = torch.from_numpy(packed).to(self.device, non_blocking=True)
         x_t, phase_t = inputs[:, :-1], inputs[:, -1]
-        y = self.model((x_t - self.norm["x_mean"]) / self.norm["x_std"], phase_t)
+        style_t = None if style is None else torch.as_tensor(np.asarray(style, np.float32), device=self.device)
+        y = self.model((x_t - self.norm["x_mean"]) / self.norm["x_std"], phase_t, style_t)
         return (y * self.norm["y_std"] + self.norm["y_mean"]).cpu().numpy().astype(np.float64)
 
     def mean_pose(self) -> tuple[np.ndarray, np.ndarray]:

@@ -94,7 +94,7 @@ class RuntimeSettings:
     ik_enabled: bool = _tunable(True, "Leg IK", "Apply two-bone IK to reach pinned feet.")
     # Commanded speed (m/s) below which the character counts as fully standing; root motion and phase
     # advance are scaled by (1 - stand_amount)^0.25 [PFNN].
-    stand_speed: float = _tunable(0.15, "Stand speed (m/s)", "Commanded speed at and below which root motion and phase stop.",
+    stand_speed: float = _tunable(0.15, "Stand speed (m/s)", "Commanded speed at and below which root motion and phase stop; 0 = no stand scaling.",
                                   min=0.0, max=1.0, step=0.01)
     # 0 = root moves by the network's predicted velocity and yaw rate, 1 = by the commanded spring.
     root_motion_from_command: float = _tunable(0.5, "Root motion from command",
@@ -119,6 +119,19 @@ class RuntimeSettings:
     @classmethod
     def defaults(cls) -> "RuntimeSettings":
         return cls()
+
+    @classmethod
+    def bare_network(cls, meta: Mapping[str, Any] | None = None) -> "RuntimeSettings":
+        """The bare network, as the evaluation's "network" subject runs it: root motion and turning from
+        the network's outputs, its own phase; no command blending, drift correction, stand scaling,
+        slow-walk warp, pose smoothing, foot locks, IK or floor clamp. The trajectory input is still
+        the command's (that is how the network is steered)."""
+        settings = cls.from_checkpoint_meta(meta or {})
+        for name, value in (("root_motion_from_command", 0.0), ("drift_window", 0), ("stand_speed", 0.0),
+                            ("foot_locking", False), ("ik_enabled", False), ("floor_clamp", False),
+                            ("phase_mode", "network"), ("slow_walk_speed", 0.0), ("pose_smoothing", 0.0)):
+            setattr(settings, name, value)
+        return settings
 
     @classmethod
     def from_checkpoint_meta(cls, meta: Mapping[str, Any]) -> "RuntimeSettings":

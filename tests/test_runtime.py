@@ -141,7 +141,7 @@ def test_network_phase_scales_with_dt_and_move_amount():
 
 def test_stand_amount():
     np.testing.assert_allclose(stand_amount([0.0, 0.1, 0.2, 1.0], 0.2), [1.0, 0.5, 0.0, 0.0])
-    np.testing.assert_allclose(stand_amount([0.0, 0.1], 0.0), [1.0, 0.0])
+    np.testing.assert_allclose(stand_amount([0.0, 0.1], 0.0), [0.0, 0.0])  # 0 = no stand scaling
 
 
 # --- skeleton -------------------------------------------------------------------------------------
