@@ -150,8 +150,10 @@ def chosen_path(browser: BrowserState) -> tuple[str | None, str]:
     return str(path), ""
 
 
-def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path, display_size) -> str | None:
-    """Draw the browser when open; returns the chosen path on the frame the user confirms."""
+def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path, display_size,
+                   rects: dict | None = None) -> str | None:
+    """Draw the browser when open; returns the chosen path on the frame the user confirms. `rects`
+    receives the screen rectangle of the confirm button."""
     if not browser.open:
         return None
     _refresh(browser)
@@ -211,6 +213,9 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
     label = "Use this folder" if browser.kind == "folder" else "Save here" if browser.save else "Open"
     if imgui.button(label):
         chosen = path
+    if rects is not None:
+        low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        rects["browser_confirm"] = (low.x, low.y, high.x, high.y)
     imgui.end_disabled()
     imgui.same_line()
     if imgui.button("Cancel"):

@@ -120,7 +120,7 @@ class ViewerState:
     show_help: bool = False  # the F1 overlay listing every control
     view_mode: str = "mesh"  # how bodies are drawn: one of VIEW_MODES (read by the renderer)
     camera_mode: str = "follow"  # mirrors the camera (the panel asks for changes with a request)
-    open_sections: tuple = ("Model", "View", "Stats")  # panel sections open at start
+    open_sections: tuple = ("Model", "View", "Stats")  # panel sections open now (clicks on headers edit it)
     source_label: str = ""
     model: ModelPanel = field(default_factory=ModelPanel)
     # what "Reset to defaults" restores: the loaded model's values (`RuntimeSettings.from_checkpoint_meta`)
@@ -237,6 +237,7 @@ def path_field(state: ViewerState, field_id: str, label: str, button: str = "") 
     if imgui.button(f"...##{field_id}"):
         current = state.resolve(value) if value.strip() else paths.work_dir()
         open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
+    _remember_rect(state, f"{field_id}_browse")
     _tooltip(f"Browse for a {kind if kind != 'any' else 'file'}")
     pressed = False
     if button:
@@ -309,13 +310,14 @@ def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool
 
 
 def tune_section(state: ViewerState) -> None:
+    if imgui.button("Reset to defaults"):
+        reset_settings(state.settings, state.model_defaults)
+    _remember_rect(state, "reset_settings")
+    _tooltip("The loaded model's values (its walk and run speeds) and the runtime's defaults for the rest")
     imgui.push_item_width(140)
     for field_ in tunable_fields(state.settings):
         setting_widget(state.settings, field_)
     imgui.pop_item_width()
-    if imgui.button("Reset to defaults"):
-        reset_settings(state.settings, state.model_defaults)
-    _tooltip("The loaded model's values (its walk and run speeds) and the runtime's defaults for the rest")
 
 
 def model_section(state: ViewerState) -> None:
@@ -654,7 +656,7 @@ def gui(state: ViewerState, display_size=(1280, 720)) -> None:
     hud_window(state, display_size)
     if state.show_panel:
         panel(state, display_size)
-    chosen = browser_window(state.browser, state.recent, paths.work_dir(), display_size)
+    chosen = browser_window(state.browser, state.recent, paths.work_dir(), display_size, state.field_rects)
     if chosen is not None:
         panel_name, attribute, _, _ = PATH_FIELDS[state.browser.target]
         setattr(getattr(state, panel_name), attribute, chosen)
@@ -673,8 +675,13 @@ def panel(state: ViewerState, display_size) -> None:
                 ("Train", train_section), ("Playback", playback_section), ("Record", record_section),
                 ("Capture", capture_section), ("Stats", stats_section))
     for title, section in sections:
-        flags = imgui.TreeNodeFlags_.default_open if title in state.open_sections else 0
-        if imgui.collapsing_header(title, flags):
+        was_open = title in state.open_sections
+        imgui.set_next_item_open(was_open, imgui.Cond_.always)  # `open_sections` is the one truth
+        is_open = imgui.collapsing_header(title)
+        if is_open != was_open:
+            others = tuple(t for t in state.open_sections if t != title)
+            state.open_sections = others + (title,) if is_open else others
+        if is_open:
             imgui.push_id(title)
             section(state)
             imgui.pop_id()
