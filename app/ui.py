@@ -213,8 +213,8 @@ def _remember_rect(state: ViewerState, name: str) -> None:
 
 def path_field(state: ViewerState, field_id: str, label: str, button: str = "") -> bool:
     """Label, a path field as wide as the panel allows, a browse button ('...') and an optional action
-    button; returns whether the action button was pressed. A click in the field selects the whole
-    path, so typing replaces it (Ctrl+A selects all too)."""
+    button; returns whether the action button (or Enter in the field) was pressed. A click in the field
+    selects the whole path, so typing replaces it (Ctrl+A selects all too)."""
     panel_name, attribute, kind, save = PATH_FIELDS[field_id]
     panel = getattr(state, panel_name)
     imgui.align_text_to_frame_padding()
@@ -226,7 +226,8 @@ def path_field(state: ViewerState, field_id: str, label: str, button: str = "") 
         buttons += imgui.calc_text_size(button).x + 2 * style.frame_padding.x + style.item_spacing.x
     imgui.set_next_item_width(-(buttons + style.item_spacing.x))
     value = getattr(panel, attribute)
-    _, value = imgui.input_text(f"##{field_id}", value, imgui.InputTextFlags_.auto_select_all)
+    entered, value = imgui.input_text(f"##{field_id}", value, imgui.InputTextFlags_.auto_select_all |
+                                      imgui.InputTextFlags_.enter_returns_true)
     setattr(panel, attribute, value)
     _remember_rect(state, field_id)
     if imgui.is_item_hovered() and value.strip():
@@ -239,10 +240,10 @@ def path_field(state: ViewerState, field_id: str, label: str, button: str = "") 
         open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
     _remember_rect(state, f"{field_id}_browse")
     _tooltip(f"Browse for a {kind if kind != 'any' else 'file'}")
-    pressed = False
+    pressed = bool(button) and entered  # Enter in the field presses its button (and leaves the field)
     if button:
         imgui.same_line()
-        pressed = imgui.button(f"{button}##{field_id}")
+        pressed = imgui.button(f"{button}##{field_id}") or pressed
     return pressed
 
 

@@ -663,3 +663,13 @@ def test_relative_panel_paths_start_in_the_work_folder_not_the_repository(ui, fo
     assert not (ROOT / "takes").exists()
 
 
+
+
+def test_enter_in_a_path_field_presses_its_button_and_leaves_the_field(ui, tmp_path):
+    ui.state.open_sections = ("Model",)
+    ui.run_frames(2)
+    _click(ui, "model")
+    _type(ui, str(tmp_path / "none.safetensors"))
+    _press(ui, key.RETURN, frames=3)
+    assert "none.safetensors" in ui.state.model.error  # Load was pressed
+    assert not ui._imgui_io().want_text_input
