@@ -6,10 +6,13 @@ Errors from the pipeline already start with the file they are about (`bvh.BVHErr
 "token" can be hundreds of characters of garbage that push every button off the panel.
 """
 
+import re
 from pathlib import Path
 
-MAX_WORD = 40  # longer runs of non-spaces are cut (garbage tokens, long hashes)
+MAX_WORD = 40  # longer runs of non-spaces are cut (garbage tokens, long hashes), paths excepted
+MAX_PATH = 240
 MAX_DETAILS = 600
+_PATH_LIKE = re.compile(r"^['\"(]?~?[\w.+-]*/[\w./+-]*['\")]?[:,]?$")
 
 
 def failure_message(verb: str, path, error: BaseException) -> str:
@@ -31,7 +34,11 @@ def failure_message(verb: str, path, error: BaseException) -> str:
 
 
 def _cut_words(text: str, max_word: int) -> str:
-    return " ".join(word if len(word) <= max_word else word[: max_word - 3] + "..." for word in text.split(" "))
+    def cut(word: str) -> str:
+        limit = MAX_PATH if _PATH_LIKE.match(word) else max_word
+        return word if len(word) <= limit else word[: limit - 3] + "..."
+
+    return " ".join(cut(word) for word in text.split(" "))
 
 
 def details(message: str) -> str:
