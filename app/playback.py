@@ -119,5 +119,11 @@ class PlaybackSource:
     def reset(self) -> None:
         self.time = 0.0
 
+    def snapshot(self) -> float:
+        return self.time
+
+    def restore(self, snapshot: float) -> None:
+        self.time = snapshot
+
     def frames(self) -> list[SceneFrame]:
         return [clip_frame(self.clip, self.time)]

@@ -173,6 +173,13 @@ class FakePad:
         self.leftx, self.lefty, self.rightx, self.righty = leftx, lefty, rightx, righty
         self.lefttrigger, self.righttrigger, self.name = lefttrigger, righttrigger, "fake pad"
         self.opened = False
+        self.handlers = {}
+
+    def push_handlers(self, **handlers):
+        self.handlers.update(handlers)
+
+    def press(self, button):
+        self.handlers["on_button_press"](self, button)
 
     def open(self):
         self.opened = True
@@ -214,6 +221,9 @@ def test_missing_input_devices_give_keyboard_only_and_pads_come_and_go(monkeypat
     pad = FakePad(leftx=1.0)
     devices.on_connect(pad)
     assert pad.opened and devices.frame().move[0] == pytest.approx(1.0)
+    pad.press("start")
+    pad.press("guide")  # bound to nothing
+    assert devices.take_actions() == ["toggle_pause"] and devices.take_actions() == []
     devices.on_disconnect(pad)
     assert devices.controllers == [] and not pad.opened
     np.testing.assert_allclose(devices.frame().move, [0, 0])
@@ -278,12 +288,15 @@ def checkpoint_path(random_checkpoint):
 
 
 @pytest.fixture(scope="module")
-def viewer(checkpoint_path):
+def viewer(checkpoint_path, tmp_path_factory):
     from app.main import Viewer
 
-    app = Viewer(WIDTH, HEIGHT, model_path=checkpoint_path, visible=False, vsync=False)
-    yield app
-    app.close()
+    with pytest.MonkeyPatch.context() as patch:  # the work and settings folders: never the user's
+        patch.setenv("PFNN_VIEWER_HOME", str(tmp_path_factory.mktemp("work")))
+        patch.setenv("PFNN_VIEWER_CONFIG", str(tmp_path_factory.mktemp("config")))
+        app = Viewer(WIDTH, HEIGHT, model_path=checkpoint_path, visible=False, vsync=False)
+        yield app
+        app.close()
 
 
 @pytest.fixture
@@ -299,7 +312,10 @@ def live(viewer):
     viewer.state.settings.reset()
     viewer.source.reset()
     viewer._reset_frames()
+    viewer.camera.mode, viewer.camera.transition = "follow", 1.0
     viewer.camera.yaw, viewer.camera.pitch, viewer.camera.distance = 0.6, 0.3, 4.5
+    viewer.state.transport.paused, viewer.state.transport.speed = False, 1.0
+    viewer.state.browser.open = viewer.state.confirm_quit = False
     return viewer
 
 
@@ -512,7 +528,7 @@ def test_headless_cli_writes_a_screenshot(tmp_path, viewer):
     script = tmp_path / "walk.json"
     script.write_text('{"segments": [{"duration": 1.0, "move": [0, 1]}]}')
     out = tmp_path / "shot.png"
-    assert main(["--headless", "--model", str(tmp_path / "missing.safetensors"), "--script", str(script),
+    assert main(["--headless", "--model", "", "--script", str(script),
                  "--frames", "20", "--width", "320", "--height", "200", "--screenshot", str(out)]) == 0
     image = np.asarray(Image.open(out))
     assert image.shape == (200, 320, 3) and image.std() > 5
