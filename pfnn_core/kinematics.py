@@ -1,4 +1,5 @@
-"""Skeleton kinematics over whole motions: forward kinematics, resampling and left/right mirroring.
+"""Skeleton kinematics over whole motions: forward kinematics (and back to local rotations), resampling
+and left/right mirroring.
 
 Arrays follow ``quat.py``'s conventions. Joints are in BVH order, so every parent comes before its
 children. ``resample``, ``mirror`` (the exact reflection, on a reflected skeleton) and
@@ -13,7 +14,7 @@ import re
 
 import numpy as np
 
-from .quat import quat_from_matrix, quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_matrix
+from .quat import quat_from_matrix, quat_inv, quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_matrix
 
 
 def forward_kinematics(rotations: np.ndarray, positions: np.ndarray, parents) -> tuple[np.ndarray, np.ndarray]:
@@ -37,6 +38,16 @@ def forward_kinematics(rotations: np.ndarray, positions: np.ndarray, parents) ->
             global_pos[..., j, :] = global_pos[..., parent, :] + quat_mul_vec(global_rot[..., parent, :],
                                                                               positions[..., j, :])
     return global_rot, global_pos
+
+
+def local_rotations(global_rot, parents) -> np.ndarray:
+    """Global rotations ``[..., J, 4]`` back to local ones (the inverse of ``forward_kinematics``'s rotations)."""
+    parents = np.asarray(parents)
+    local = np.array(global_rot, dtype=float, copy=True)
+    has_parent = parents >= 0
+    local[..., has_parent, :] = quat_mul(quat_inv(global_rot[..., parents[has_parent], :]),
+                                         global_rot[..., has_parent, :])
+    return local
 
 
 def resample(motion, fps: float):
