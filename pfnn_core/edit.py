@@ -24,18 +24,22 @@ moved on the ground so that its control root (`features.root_frames`: hips on th
 that frame sits where the outgoing root is, and the sequence goes on with the incoming piece's next
 frame, so the step across the seam is the incoming clip's own step. With ``"match": "phase"`` both
 frames move, each within ``search_seconds`` of its nominal time, to the pair whose gait phases (cyclic
-distance) and foot contact states agree best, preferring small moves.
+distance) and foot contact states agree best, with the feet in similar places under the body,
+preferring small moves.
 
 Transitions, over ``seconds`` of output time after the seam:
 - inertialize [Holden's and Bollo's inertialization]: the pose difference at the seam (local rotations
-  as rotation vectors, the hips' world rotation and translation, so the root velocity too) and its
-  velocity decay as a critically damped spring, windowed by a smoothstep that closes exactly at
-  ``seconds``; the incoming motion is untouched from then on;
+  as rotation vectors, the hips' world rotation and position, the feet) and its velocity decay as a
+  critically damped spring, windowed by a smoothstep that closes exactly at ``seconds``; the incoming
+  motion is untouched from then on. When the incoming piece is faster, the root's ground velocity
+  offset decays instead of its position (catching up would overshoot the incoming speed), and the
+  incoming piece goes on from where the root got to (one constant ground shift);
 - crossfade: the outgoing piece runs on past its cut and is blended into the incoming one (slerp of
-  local rotations, lerp of translations) with smoothstep weights over ``seconds``.
+  local rotations, lerp of translations) with smoothstep weights over ``seconds``; speeding up, the
+  root moves by the blend of the two velocities, again leaving one ground shift.
 Foot contacts that touch the seam (from a quarter second before it to the end of the transition) stay
 where they touched down on the ground plane; the correction fades out over the following swing; legs
-are solved with `ik.reach_foot_goals`.
+are solved with `ik.reach_foot_goals`. Everything else is the source clips' own motion.
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -802,6 +806,7 @@ class EditResult:
     root_step_max: float  # m, largest frame-to-frame step of the output's control root
     source_root_step_max: float  # m, the same over the source clips
     max_trend_deviation: float  # m, largest distance of a joint from its 3-frame trend
+    source_max_trend_deviation: float  # m, the same over the pieces in their source clips
     pops: int  # frames with a joint more than POP_THRESHOLD off its trend
     written: str = ""
 
@@ -826,7 +831,8 @@ class EditResult:
                          f"{join.match.contacts_agree:>12}/4  {join.seam_skating:13.3f} / {join.source_skating:.3f}")
         lines.append(f"foot skating of the source clips: {self.mocap_skating:.3f} m/s; root step max "
                      f"{100 * self.root_step_max:.1f} cm (source clips {100 * self.source_root_step_max:.1f} cm); "
-                     f"pose pops {self.pops} (largest trend deviation {100 * self.max_trend_deviation:.1f} cm)")
+                     f"pose pops {self.pops} (largest trend deviation {100 * self.max_trend_deviation:.1f} cm, "
+                     f"source clips {100 * self.source_max_trend_deviation:.1f} cm)")
         if self.written:
             lines.append(f"wrote {self.written}")
         return lines
@@ -844,7 +850,8 @@ class EditResult:
                       for i, j in enumerate(self.joins)],
             "mocap_skating": self.mocap_skating, "root_step_max": self.root_step_max,
             "source_root_step_max": self.source_root_step_max, "pops": self.pops,
-            "max_trend_deviation": self.max_trend_deviation, "written": self.written,
+            "max_trend_deviation": self.max_trend_deviation,
+            "source_max_trend_deviation": self.source_max_trend_deviation, "written": self.written,
         }
 
 
@@ -954,8 +961,10 @@ def _measured(edit, motion, clips, pieces, matches, seams, contacts) -> EditResu
     source_step = max(float(np.linalg.norm(np.diff(c.labels.root_xz, axis=0), axis=-1).max()) if c.num_frames > 1 else 0.0
                       for c in clips)
     deviation = trend_deviation(positions) if len(positions) > 2 else np.zeros((0, motion.num_joints))
+    source_deviation = max((float(trend_deviation(p.clip.labels.global_positions[p.first_frame:p.last_frame + 1]).max())
+                            for p in pieces if p.last_frame - p.first_frame >= 2), default=0.0)
     return EditResult(edit, motion, pieces, joins, contacts, mocap, step, source_step,
-                      float(deviation.max()) if deviation.size else 0.0,
+                      float(deviation.max()) if deviation.size else 0.0, source_deviation,
                       int((deviation > POP_THRESHOLD).any(axis=-1).sum()))
 
 
