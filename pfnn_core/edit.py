@@ -647,33 +647,27 @@ def planted_foot_goals(feet, contacts, windows, fps: float) -> tuple[np.ndarray,
     longest_release = max(1, int(round(RELEASE_MAX_S * fps)))
     for leg, (ankle, toe) in enumerate(((0, 1), (2, 3))):
         leg_down = contacts[:, ankle] | contacts[:, toe]
-        leg_held = held[:, ankle] | held[:, toe]
-        correction, previous, driver, pin, released, release = np.zeros(2), np.zeros(2), None, None, None, None
-        for t in range(frames):
-            if driver is None and released is None and not leg_held[t]:
+        driver = np.where(held[:, toe], toe, np.where(held[:, ankle], ankle, -1))
+        correction = np.zeros((frames, 2))
+        starts = np.flatnonzero(np.diff(driver, prepend=-1) != 0)
+        for start, end in zip(starts, np.append(starts[1:], frames)):
+            joint = int(driver[start])
+            if joint < 0:
                 continue
-            joint = toe if held[t, toe] else ankle if held[t, ankle] else None
-            if joint is None and driver is not None:
-                later = np.flatnonzero(leg_down[t:])
-                duration = min(max(int(later[0]) if len(later) else frames - t, 1), longest_release) + 1
-                velocity = (correction - previous) * fps
-                released, release, driver = t - 1, (correction.copy(), velocity, duration / fps), None
-            previous = correction
-            if joint is not None:
-                if joint != driver:  # a joint takes over where it is shown
-                    pin = ground[t, joint] + correction
-                driver, released = joint, None
-                correction = pin - ground[t, joint]
-            elif released is not None:
-                elapsed = (t - released) / fps
-                correction = offset_decay(release[0], release[1], [elapsed], release[2])[0]
-                released = None if elapsed >= release[2] else released
-            goals[t, [ankle, toe], 0] += correction[0]
-            goals[t, [ankle, toe], 2] += correction[1]
-            if joint is not None:
-                toe_weights[t, leg] = 1.0
-            elif released is not None:
-                toe_weights[t, leg] = 1.0 - smoothstep((t - released) / (fps * TOE_RELEASE_S))
+            # pinned where it is shown (a joint taking over, or the foot still settling from a release)
+            pin = ground[start, joint] + (correction[start - 1] if start > 0 else 0.0)
+            correction[start:end] = pin - ground[start:end, joint]
+            toe_weights[start:end, leg] = 1.0
+            if end < frames and driver[end] < 0:
+                later = np.flatnonzero(leg_down[end:])
+                duration = min(max(int(later[0]) if len(later) else frames - end, 1), longest_release) + 1
+                velocity = (correction[end - 1] - correction[end - 2]) * fps if end >= 2 else np.zeros(2)
+                elapsed = np.arange(1, min(duration, frames - end) + 1) / fps
+                correction[end:end + len(elapsed)] = offset_decay(correction[end - 1], velocity, elapsed, duration / fps)
+                toe_weights[end:end + len(elapsed), leg] = np.where(
+                    elapsed < duration / fps, 1.0 - smoothstep(elapsed / TOE_RELEASE_S), 0.0)
+        goals[:, [ankle, toe], 0] += correction[:, None, 0]
+        goals[:, [ankle, toe], 2] += correction[:, None, 1]
     return goals, toe_weights
 
 

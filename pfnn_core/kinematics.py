@@ -172,6 +172,9 @@ def _improper_axis_permutations() -> np.ndarray:
     return np.stack(found)
 
 
+_IMPROPER_AXIS_PERMUTATIONS = _improper_axis_permutations()  # a constant, worked out once
+
+
 def _joint_reflection(estimate: np.ndarray, bone_pairs: list[tuple[np.ndarray, np.ndarray]],
                       preferred: np.ndarray | None) -> np.ndarray:
     """The local reflection of one joint.
@@ -187,7 +190,7 @@ def _joint_reflection(estimate: np.ndarray, bone_pairs: list[tuple[np.ndarray, n
 
     if preferred is not None and fits(preferred):
         return preferred
-    candidates = _improper_axis_permutations()
+    candidates = _IMPROPER_AXIS_PERMUTATIONS
     fits_bones = np.array([fits(m) for m in candidates])
     if fits_bones.any():
         scores = np.einsum("cij,ij->c", candidates, estimate)
@@ -235,7 +238,7 @@ def mirror_keep_skeleton(motion, axis: str = "x"):
     parents = np.asarray(motion.parents)
     global_rot, global_pos = forward_kinematics(motion.rotations, motion.positions, parents)
     global_m = _body_facing_frames(global_pos, global_rot, parents, pairs, axis_index)   # [F, J, 3, 3]
-    estimate = np.einsum("fjki,kl,fjlm->jim", global_m[:, pairs], reflect, global_m) / motion.num_frames
+    estimate = np.einsum("fjki,kl,fjlm->jim", global_m[:, pairs], reflect, global_m, optimize=True) / motion.num_frames
     unit_offsets = motion.offsets / np.maximum(np.linalg.norm(motion.offsets, axis=-1, keepdims=True), 1e-9)
     bones: dict[int, list] = {j: [] for j in range(motion.num_joints)}
     for child, parent in enumerate(parents):
@@ -250,7 +253,7 @@ def mirror_keep_skeleton(motion, axis: str = "x"):
 
     local_m = quat_to_matrix(motion.rotations)[:, pairs]                       # R_pair(j)
     parent_l = np.where((parents >= 0)[:, None, None], local_reflections[np.maximum(parents, 0)], reflect)
-    new_local = np.einsum("jki,fjkl,jlm->fjim", parent_l, local_m, local_reflections)
+    new_local = np.einsum("jki,fjkl,jlm->fjim", parent_l, local_m, local_reflections, optimize=True)
     rotations = quat_normalize(quat_from_matrix(new_local))
 
     source = motion.positions[:, pairs]
