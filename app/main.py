@@ -292,6 +292,10 @@ class Viewer:
                 self.start_recording()
             elif name == "record_stop":
                 self.stop_recording()
+            elif name == "editor":
+                from app.editor_panel import handle_request
+
+                handle_request(self.state, payload)
 
     def start_training(self, resume: bool) -> None:
         from app.training_job import TrainingJob, train_config_from_form

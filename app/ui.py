@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from app.editor_panel import EditorPanel, editor_section
 from app.overlays import phase_dial_outline
 from pfnn_core.settings import RuntimeSettings, tunable_fields
 
@@ -91,6 +92,7 @@ class ViewerState:
     train: TrainPanel = field(default_factory=TrainPanel)
     playback: PlaybackPanel = field(default_factory=PlaybackPanel)
     record: RecordPanel = field(default_factory=RecordPanel)
+    editor: EditorPanel = field(default_factory=EditorPanel)
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
     hud: dict = field(default_factory=dict)  # phase, speed, gait of the followed character
     messages: list = field(default_factory=list)  # recent notices (gamepads, saves)
@@ -374,7 +376,7 @@ def gui(state: ViewerState, display_size=(1280, 720)) -> None:
                 imgui.WindowFlags_.no_collapse)
     sections = (("Model", model_section), ("Overlays", overlay_section), ("Tune", tune_section),
                 ("Train", train_section), ("Playback", playback_section), ("Record", record_section),
-                ("Stats", stats_section))
+                ("Editor", editor_section), ("Stats", stats_section))
     for title, section in sections:
         flags = imgui.TreeNodeFlags_.default_open if title in state.open_sections else 0
         if imgui.collapsing_header(title, flags):

@@ -310,22 +310,38 @@ def prepare_clip(motion: bvh.Motion, fps: float, mirror: bool = False, speed: fl
     return PreparedClip(scaled, features.clip_labels(scaled), source_frame_time, str(path))
 
 
+def load_motion(path, cache: dict | None = None, where: str = "") -> bvh.Motion:
+    """A BVH file's motion, read once per file version while `cache` (a dict the caller keeps) lives;
+    EditError (prefixed by `where`, e.g. 'pieces[2] (walk.bvh).file') when it cannot be read."""
+    path = Path(path)
+    where = where or str(path)
+    try:
+        key = ("motion", str(path.resolve()), path.stat().st_mtime_ns)
+        motion = None if cache is None else cache.get(key)
+        if motion is None:
+            motion = bvh.load(path)
+    except (bvh.BVHError, OSError) as error:
+        raise EditError(f"{where}: {error}") from None
+    if cache is not None:
+        cache[key] = motion
+    return motion
+
+
 def load_clips(edit: EditList, cache: dict | None = None) -> list[PreparedClip]:
-    """Each piece's prepared clip; EditError naming the piece for a missing or unreadable file or a
-    skeleton unlike the first piece's. `cache` (a dict the caller keeps) saves reloading unchanged files."""
+    """Each piece's prepared clip; EditError naming the piece for a missing or unreadable file, a range
+    outside the clip or a skeleton unlike the first piece's. `cache` (a dict the caller keeps) saves
+    reloading and relabelling unchanged files."""
     cache = {} if cache is None else cache
-    clips, reference, reference_index = [], None, 0
+    clips, reference = [], None
     for index, piece in enumerate(edit.pieces):
         path = piece_path(edit, index)
         where = f"pieces[{index}] ({path.name})"
-        stamp = (str(path.resolve()), path.stat().st_mtime_ns)
-        motion = cache.get(("motion",) + stamp)
-        if motion is None:
-            try:
-                motion = bvh.load(path)
-            except (bvh.BVHError, OSError) as error:
-                raise EditError(f"{where}.file: {error}") from None
-            cache[("motion",) + stamp] = motion
+        motion = load_motion(path, cache, f"{where}.file")
+        tolerance = 0.5 * motion.frame_time
+        if piece.end is not None and piece.end > motion.duration + tolerance:
+            raise EditError(f"{where}.end: {piece.end:g} s is past the clip's end ({motion.duration:.3f} s)")
+        if piece.start >= motion.duration:
+            raise EditError(f"{where}.start: {piece.start:g} s is not before the clip's end ({motion.duration:.3f} s)")
         if reference is None:
             reference = motion
             try:
@@ -335,17 +351,12 @@ def load_clips(edit: EditList, cache: dict | None = None) -> list[PreparedClip]:
         else:
             differences = skeleton_differences(reference, motion)
             if differences:
-                raise EditError(f"{where}.file: {path} is on another skeleton than pieces[{reference_index}] "
+                raise EditError(f"{where}.file: {path} is on another skeleton than pieces[0] "
                                 f"({Path(reference.source).name}): {'; '.join(differences[:6])}")
-        key = ("clip",) + stamp + (piece.mirror, piece.speed, edit.fps)
+        key = ("clip", str(path.resolve()), path.stat().st_mtime_ns, piece.mirror, piece.speed, edit.fps)
         clip = cache.get(key)
         if clip is None:
             clip = cache[key] = prepare_clip(motion, edit.fps, piece.mirror, piece.speed, str(path))
-        tolerance = 0.5 * motion.frame_time
-        if piece.end is not None and piece.end > motion.duration + tolerance:
-            raise EditError(f"{where}.end: {piece.end:g} s is past the clip's end ({motion.duration:.3f} s)")
-        if piece.start >= motion.duration:
-            raise EditError(f"{where}.start: {piece.start:g} s is not before the clip's end ({motion.duration:.3f} s)")
         clips.append(clip)
     return clips
 
