@@ -61,7 +61,7 @@ def error_pixels(image):
     return colour_pixels(image, lambda r, g, b: (r > 200) & (g < 140) & (b < 140))
 
 
-def test_preview_plays_the_spliced_sequence_and_the_curves_show_the_cuts(editor, bvh_dir):
+def test_preview_plays_the_spliced_sequence_and_the_curves_show_the_cuts(editor, bvh_dir, tmp_path):
     add_pieces(editor, bvh_dir, [(WALK.format(1), 0.5, 4.0), (RUN.format(1), 0.3, 2.2)])
     before = cut_pixels(editor.read_pixels())
     editor.state.request("editor", "preview")
@@ -81,7 +81,7 @@ def test_preview_plays_the_spliced_sequence_and_the_curves_show_the_cuts(editor,
     assert cut_pixels(image) > before + 50  # two plots, two cut lines each
     from app.main import save_png
 
-    save_png(image, "out/test_editor_panel.png")
+    save_png(image, tmp_path / "editor_panel.png")  # to look at
 
 
 def test_export_save_load_and_train_on_this(editor, bvh_dir, tmp_path):
