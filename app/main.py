@@ -433,6 +433,10 @@ class Viewer:
                 if self.training_job is not None:
                     self.training_job.join(10.0)  # it saves its resumable state at the next batch
                 self.request_close()
+            elif name == "editor":
+                from app.editor_panel import handle_request
+
+                handle_request(self.state, payload)
 
     # ---- training ------------------------------------------------------------------------------
     def start_training(self, resume: bool) -> None:

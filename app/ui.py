@@ -17,6 +17,7 @@ from imgui_bundle import imgui, implot
 from app import keys, messages, paths
 from app.camera import CAMERA_MODES
 from app.file_browser import BrowserState, RecentFolders, browser_window, open_browser
+from app.editor_panel import EditorPanel, editor_section
 from app.overlays import phase_dial_outline
 from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
 from pfnn_core.settings import RuntimeSettings, tunable_fields
@@ -135,6 +136,7 @@ class ViewerState:
     work_dir: str = field(default_factory=lambda: str(paths.work_dir()))  # relative panel paths start here
     confirm_quit: bool = False  # the "training is running: quit anyway?" dialog is open
     field_rects: dict = field(default_factory=dict)  # screen rects (x0, y0, x1, y1) of named widgets, last frame
+    editor: EditorPanel = field(default_factory=EditorPanel)
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
     hud: dict = field(default_factory=dict)  # phase, speed, gait of the followed character
     messages: list = field(default_factory=list)  # recent notices (gamepads, saves)
@@ -674,7 +676,7 @@ def panel(state: ViewerState, display_size) -> None:
                 imgui.WindowFlags_.no_collapse)
     sections = (("Model", model_section), ("Time", time_section), ("View", view_section), ("Tune", tune_section),
                 ("Train", train_section), ("Playback", playback_section), ("Record", record_section),
-                ("Capture", capture_section), ("Stats", stats_section))
+                ("Editor", editor_section), ("Capture", capture_section), ("Stats", stats_section))
     for title, section in sections:
         was_open = title in state.open_sections
         imgui.set_next_item_open(was_open, imgui.Cond_.always)  # `open_sections` is the one truth

@@ -41,6 +41,7 @@ from scipy.ndimage import gaussian_filter1d
 from pfnn_core import bvh, quat
 from pfnn_core.quat import wrap_angle
 from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
+from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.phase import (
     cycle_strides, phase_from_contacts, phase_from_root_height, standing_frames, stride_statistics, touchdowns,
 )
@@ -385,7 +386,7 @@ class ClipLabels:
 def clip_labels(motion) -> ClipLabels:
     """Root frames, contacts and phase of one clip (at the motion's own frame rate)."""
     dt = motion.frame_time
-    global_rotations, global_positions = motion.global_rotations(), motion.global_positions()
+    global_rotations, global_positions = forward_kinematics(motion.rotations, motion.positions, motion.parents)
     names, parents = motion.names, np.asarray(motion.parents)
     hips = hips_joint(names, parents, global_positions)
     root_xz = global_positions[:, hips, [0, 2]]

@@ -14,9 +14,22 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pfnn_core.contacts import foot_joints
 from pfnn_core.quat import cross3, quat_between, quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize, vector_length
 
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
+
+
+def leg_chains(names, parents) -> list[tuple[int, int, int, int]]:
+    """(hip, knee, ankle, toe) joint indices of the left and the right leg."""
+    feet = foot_joints(list(names), parents)
+    chains = []
+    for side in ("left", "right"):
+        ankle, toe = feet[f"{side}_foot"], feet[f"{side}_toe"]
+        knee = int(parents[ankle])
+        hip = int(parents[knee])
+        chains.append((hip, knee, ankle, toe))
+    return chains
 
 
 class LegSolution(NamedTuple):
@@ -159,3 +172,31 @@ def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.n
     angle = 2.0 * np.arctan2(vector_length(full[..., 1:]), full[..., 0])
     partial = quat_from_angle_axis(np.asarray(weight) * angle, full[..., 1:])
     return quat_normalize(quat_mul(partial, ankle_rot))
+
+
+def reach_foot_goals(positions, rotations, goals, constrained, leg_joints, toe_offsets, foot_lengths,
+                     forward, toe_turn=1.0) -> np.ndarray:
+    """Global rotations [..., J, 4] after two-bone IK of both legs toward the foot goals; the foot turns
+    so a constrained toe reaches its goal.
+
+    positions / rotations: the pose's global joint positions [..., J, 3] and rotations [..., J, 4];
+    goals [..., 4, 3] and constrained [..., 4] per contact slot, (foot, toe) of the left then the right
+    leg; leg_joints: (hips, knees, ankles, toes) index arrays [2] (`leg_chains`); toe_offsets [2, 3]
+    (the toes' offsets from the ankles) and foot_lengths [2]; forward [..., 1, 3]: the knees' pole hint;
+    toe_turn (scalar or [..., 2]): how much of the turn toward the toe's aim each foot makes (a partial
+    turn along the shortest arc, where blending two aims could swing the toe through the ankle's vertical).
+    Only the hip, knee and ankle rotations change; the caller places the joints (forward kinematics).
+    """
+    rotations = np.array(rotations, dtype=float, copy=True)
+    hips, knees, ankles, toes = leg_joints
+    weight = np.asarray(constrained, dtype=float)
+    ankle_target, toe_aim = foot_targets(positions[..., ankles, :], positions[..., toes, :], goals[..., 0::2, :],
+                                         goals[..., 1::2, :], weight[..., 0::2], weight[..., 1::2])
+    legs = two_bone_ik(positions[..., hips, :], positions[..., knees, :], positions[..., ankles, :],
+                       rotations[..., hips, :], rotations[..., knees, :], ankle_target, forward)
+    rotations[..., hips, :], rotations[..., knees, :] = legs.hip_rot, legs.knee_rot
+    toe_now = legs.ankle_pos + quat_mul_vec(rotations[..., ankles, :], toe_offsets)
+    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, foot_lengths)
+    rotations[..., ankles, :] = foot_rotation_toward(rotations[..., ankles, :], legs.ankle_pos, toe_now, toe_aim,
+                                                     np.asarray(toe_turn, dtype=float))
+    return rotations

@@ -30,10 +30,10 @@ import torch
 from pfnn_core import contacts as contacts_module
 from pfnn_core import features
 from pfnn_core.controller import Command, stand_command
-from pfnn_core.ik import (FootLocks, aim_at_reach, foot_rotation_toward, foot_targets, locked_positions,
-                          two_bone_ik, update_foot_locks)
+from pfnn_core.ik import FootLocks, leg_chains, locked_positions, reach_foot_goals, update_foot_locks
+from pfnn_core.kinematics import local_rotations
 from pfnn_core.phase import stride_length_at
-from pfnn_core.quat import (cross3, quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv,
+from pfnn_core.quat import (cross3, quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw,
                             quat_mul, quat_mul_vec, quat_normalize, quat_to_matrix, stack_last, vector_length,
                             wrap_angle)
 from pfnn_core.settings import RuntimeSettings
@@ -221,27 +221,6 @@ def forward_kinematics_global(global_rot, anchor_pos, offsets, parents, anchor: 
     bones = quat_mul_vec(parent_rot, np.asarray(offsets, dtype=float))
     positions = np.asarray(anchor_pos, dtype=float)[..., None, :] + chain @ bones
     return positions, rotations
-
-
-def local_rotations(global_rot, parents) -> np.ndarray:
-    parents = np.asarray(parents)
-    local = np.array(global_rot, dtype=float, copy=True)
-    has_parent = parents >= 0
-    local[..., has_parent, :] = quat_mul(quat_inv(global_rot[..., parents[has_parent], :]),
-                                         global_rot[..., has_parent, :])
-    return local
-
-
-def leg_chains(names: Sequence[str], parents) -> list[tuple[int, int, int, int]]:
-    """(hip, knee, ankle, toe) joint indices of the left and the right leg."""
-    feet = contacts_module.foot_joints(list(names), parents)
-    chains = []
-    for side in ("left", "right"):
-        ankle, toe = feet[f"{side}_foot"], feet[f"{side}_toe"]
-        knee = int(parents[ankle])
-        hip = int(parents[knee])
-        chains.append((hip, knee, ankle, toe))
-    return chains
 
 
 @dataclass(frozen=True)
@@ -590,18 +569,9 @@ def foot_goals(foot_pos, locks: FootLocks, floor_heights=None) -> tuple[np.ndarr
 def apply_foot_locks(positions, rotations, goals, constrained, network: Network, root_rot) -> tuple[np.ndarray, np.ndarray]:
     """Two-bone IK of both legs at once toward the foot goals; the foot turns so a constrained toe
     reaches its goal. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
-    rotations = rotations.copy()
-    hips, knees, ankles, toes = network.leg_joints
     forward = facing_from_yaw(yaw_of(root_rot))[:, None]
-    weight = constrained.astype(float)
-    ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes], goals[:, 0::2], goals[:, 1::2],
-                                         weight[:, 0::2], weight[:, 1::2])
-    legs = two_bone_ik(positions[:, hips], positions[:, knees], positions[:, ankles],
-                       rotations[:, hips], rotations[:, knees], ankle_target, forward)
-    rotations[:, hips], rotations[:, knees] = legs.hip_rot, legs.knee_rot
-    toe_now = legs.ankle_pos + quat_mul_vec(rotations[:, ankles], network.offsets[toes])
-    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, network.foot_lengths)
-    rotations[:, ankles] = foot_rotation_toward(rotations[:, ankles], legs.ankle_pos, toe_now, toe_aim, 1.0)
+    rotations = reach_foot_goals(positions, rotations, goals, constrained, network.leg_joints,
+                                 network.offsets[network.leg_joints[3]], network.foot_lengths, forward)
     return forward_kinematics_global(rotations, positions[:, network.anchor], network.offsets,
                                      network.parents, network.anchor, chain=network.chain)
 
