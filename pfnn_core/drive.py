@@ -45,6 +45,7 @@ class Segment:
     move: tuple[float, float]  # world (x, z) stick, length <= 1
     run: bool = False
     face: tuple[float, float] | None = None  # world (x, z) facing kept while moving
+    style: dict | None = None  # style name -> weight (weights sum to 1); None keeps the current style
 
 
 @dataclass
@@ -104,6 +105,31 @@ def _vector(value, where: str, max_length: float | None) -> tuple[float, float]:
     return float(value[0]), float(value[1])
 
 
+def _style(value, where: str) -> dict:
+    """"elderly" or {"elderly": 0.5, "normal": 0.5} -> {name: weight}, weights >= 0 summing to 1."""
+    if isinstance(value, str) and value:
+        return {value: 1.0}
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        weights = {name: _number(weight, f"{where}.{name}") for name, weight in value.items()}
+        total = sum(weights.values())
+        if any(w < 0 for w in weights.values()) or abs(total - 1.0) > 1e-3:
+            raise ScriptError(f"{where}: expected weights >= 0 summing to 1, got {json.dumps(value)}")
+        return {name: weight / total for name, weight in weights.items()}
+    raise ScriptError(f"{where}: expected a style name or {{name: weight, ...}}, got {json.dumps(value)}")
+
+
+def style_weights(style: dict, names: list[str], where: str = "style") -> np.ndarray:
+    """{name: weight} -> weights [S] over a model's style names; ScriptError naming the known styles."""
+    unknown = [name for name in style if name not in names]
+    if unknown:
+        known = ", ".join(names) if names else "none (this model has no style input)"
+        raise ScriptError(f"{where}: unknown style {unknown[0]!r}; the model knows {known}")
+    weights = np.zeros(len(names))
+    for name, weight in style.items():
+        weights[names.index(name)] = weight
+    return weights
+
+
 def parse_script(data, source: str = "script") -> DriveScript:
     """Validate a script's JSON value; raise ScriptError naming the first bad field."""
     if not isinstance(data, dict):
@@ -122,9 +148,9 @@ def parse_script(data, source: str = "script") -> DriveScript:
         where = f"segments[{index}]"
         if not isinstance(segment, dict):
             raise ScriptError(f"{where}: expected an object, got {json.dumps(segment)}")
-        extra = sorted(set(segment) - {"duration", "move", "run", "face"})
+        extra = sorted(set(segment) - {"duration", "move", "run", "face", "style"})
         if extra:
-            raise ScriptError(f"{where}.{extra[0]}: unknown field (expected duration, move, run, face)")
+            raise ScriptError(f"{where}.{extra[0]}: unknown field (expected duration, move, run, face, style)")
         if "duration" not in segment:
             raise ScriptError(f"{where}.duration: missing")
         duration = _number(segment["duration"], f"{where}.duration")
@@ -141,7 +167,8 @@ def parse_script(data, source: str = "script") -> DriveScript:
             face = _vector(face, f"{where}.face", None)
             if math.hypot(*face) < 1e-9:
                 raise ScriptError(f"{where}.face: expected a non-zero direction, got {json.dumps(segment['face'])}")
-        parsed.append(Segment(duration, move, run, face))
+        style = _style(segment["style"], f"{where}.style") if "style" in segment else None
+        parsed.append(Segment(duration, move, run, face, style))
     return DriveScript(name, parsed)
 
 
@@ -180,13 +207,14 @@ def motion_from_poses(skeleton: dict, local_rot: np.ndarray, root_translation: n
 
 
 def write_log(path, log: dict) -> None:
+    """LOG_COLUMNS as numbers, then `style` (the dominant style's name) when the log has it."""
+    names = list(LOG_COLUMNS) + (["style"] if "style" in log else [])
     with open(path, "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
-        writer.writerow(LOG_COLUMNS)
-        columns = [log[name] for name in LOG_COLUMNS]
-        for row in zip(*columns):
-            writer.writerow([f"{float(v):.6g}" if name in ("tick_ms", "infer_ms") else f"{float(v):.7f}"
-                             for name, v in zip(LOG_COLUMNS, row)])
+        writer.writerow(names)
+        for row in zip(*(log[name] for name in names)):
+            writer.writerow([v if name == "style" else f"{float(v):.6g}" if name in ("tick_ms", "infer_ms")
+                             else f"{float(v):.7f}" for name, v in zip(names, row)])
 
 
 def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None = None,
@@ -210,9 +238,20 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
     local_rot = np.zeros((ticks, joints, 4))
     root_translation = np.zeros((ticks, 3))
     contact_slots = (0, 1), (2, 3)  # (foot, toe) of the left and the right foot
+    names = list(character.network.style_names)
+    styles = [None if segment.style is None else style_weights(segment.style, names, f"segments[{index}].style")
+              for index, segment in enumerate(script.segments)]
+    log["style"] = []
+    current_style = None
     for tick in range(ticks):
         t = tick * dt
-        command = command_for(script.segment_at(t), settings)
+        segment = script.segment_at(t)
+        weights = styles[script.segments.index(segment)]
+        if weights is not None and (current_style is None or not np.array_equal(weights, current_style)):
+            character.set_style(weights)
+            current_style = weights
+        log["style"].append(character.style_name())
+        command = command_for(segment, settings)
         phase = float(character.state.phase[0])
         state = character.tick(command, dt)
         face = command.facing if command.facing is not None else np.zeros(2)

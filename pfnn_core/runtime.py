@@ -777,3 +777,16 @@ class Character:
 
     def local_pose(self) -> tuple[np.ndarray, np.ndarray]:
         return local_pose(self.state, self.network.skeleton)
+
+    def set_style(self, weights) -> None:
+        """Style weights [S] over `network.style_names` (summing to 1) for every character, from the next tick."""
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (self.network.num_styles,):
+            raise ValueError(f"expected {self.network.num_styles} style weights, got shape {weights.shape}")
+        self.network.default_style = weights
+
+    def style_name(self) -> str:
+        """The dominant style's name ('' for a model without styles)."""
+        if not self.network.num_styles:
+            return ""
+        return self.network.style_names[int(np.argmax(self.network.default_style))]

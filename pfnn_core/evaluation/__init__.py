@@ -10,7 +10,6 @@ Every measure is defined in docs/EVALUATION.md. The package, by job:
 - `rollouts`: the network alone on held-out clips (contacts, phase, trajectory correlation);
 - `report`: report.md, results.json, plots and filmstrips;
 - `cli`: `evaluate()` and the `pfnn-eval` command.
-"""
-from pfnn_core.evaluation.cli import evaluate, main
 
-__all__ = ["evaluate", "main"]
+`evaluate` and `main` live in `pfnn_core.evaluation.cli`.
+"""

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from pfnn_core import bvh, features
 from pfnn_core.evaluation import analysis, report, rollouts
 from pfnn_core.evaluation.reference import (QUICK_CLIPS, clips_on_skeleton, held_out_clips, load_mocap,
                                             mocap_reference, reference_folder, spread)
-from pfnn_core.evaluation.suite import SUBJECTS, drive_suite, run_subject
+from pfnn_core.evaluation.suite import SUBJECTS, ScriptedDrive, drive_suite, run_subject
 from pfnn_core.labels import label_clips
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "assets" / "models" / "default.safetensors"
@@ -47,9 +48,11 @@ def model_styles(meta: dict, reference) -> list[str]:
     return sorted(names, key=lambda name: -float((stats.get(name) or {}).get("minutes") or 0.0))
 
 
-def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=None, drives=None) -> dict:
+def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=None, drives=None,
+             scripts=None) -> dict:
     """Run the suite on one checkpoint; write out_dir/report.md, results.json, plots/ and drives/.
-    `drives`: names of the drives to run (default all).
+    `drives`: names of the drives to run (default all); `scripts`: drive script files to run instead of
+    the built-in suite (the body measures, and stance and settling after each stop, are taken on them).
 
     Returns {"rows": [Row], "summary": {subject: {passed, checked}}, "report", "results", "plots",
     "records": [DriveRecord], "reference": MocapReference, "table"}. ValueError when the reference
@@ -72,7 +75,8 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     reference = mocap_reference(clips, names, parents, checkpoint.meta)
     say(f"mocap reference: {len(clips)} clips from {folder} ({time.perf_counter() - started:.0f} s)")
 
-    suite = drive_suite(quick, styles=model_styles(checkpoint.meta, reference))
+    suite = (drive_suite(quick, styles=model_styles(checkpoint.meta, reference)) if not scripts
+             else [drive_from_script(path) for path in scripts])
     if drives:
         unknown = sorted(set(drives) - {d.name for d in suite})
         if unknown:
@@ -122,6 +126,15 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
             "table": report.report_table(rows)}
 
 
+def drive_from_script(path) -> ScriptedDrive:
+    """A `pfnn-drive` script file as a drive of the evaluation (validated by the drive's own parser)."""
+    from pfnn_core import drive as drive_module
+
+    script = drive_module.load_script(path)
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return ScriptedDrive(script.name, tuple(data["segments"]), f"script {path}")
+
+
 def filmstrip_times(drive) -> list[float]:
     """Moments worth looking at: just after each segment starts (changes, stops) and in steady parts."""
     starts = drive.segment_starts()
@@ -140,6 +153,8 @@ def main(argv=None) -> int:
     parser.add_argument("--data", default=None, help="BVH folder of the reference mocap (default: the folder the "
                         "model was trained on, else the bundled clips)")
     parser.add_argument("--drives", nargs="+", metavar="NAME", help="run only these drives of the suite")
+    parser.add_argument("--scripts", nargs="+", metavar="JSON", help="run these pfnn-drive scripts instead of the "
+                        "built-in suite (e.g. scripts/drives/tuning/*.json, the drives to tune settings on)")
     parser.add_argument("--threads", type=int, default=0, help="BLAS/torch threads (0 = all cores)")
     args = parser.parse_args(argv)
     from pfnn_core.checkpoint import CheckpointError
@@ -149,8 +164,9 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     try:
         result = evaluate(args.model, args.out, quick=args.quick, bvh_dir=Path(args.data) if args.data else None,
-                          log=lambda message: print(f"pfnn-eval: {message}", file=sys.stderr), drives=args.drives)
-    except (CheckpointError, FileNotFoundError, ValueError) as error:
+                          log=lambda message: print(f"pfnn-eval: {message}", file=sys.stderr), drives=args.drives,
+                          scripts=args.scripts)
+    except (CheckpointError, FileNotFoundError, ValueError) as error:  # ScriptError is a ValueError
         print(f"pfnn-eval: {error}", file=sys.stderr)
         return 2
     print(report.summary_text(result["rows"]))
