@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from pfnn_core import bvh, features, metrics
 from pfnn_core.evaluation import measures
+from pfnn_core.contacts import contact_joint_order, foot_joints
 from pfnn_core.labels import LabelRule, label_clips
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
@@ -29,11 +31,15 @@ KINDS = ("walk", "run", "back", "side", "stand")
 class MocapClip:
     path: Path
     style: str
-    kind: str                  # features.motion_kind: walk, run, back, side, stand, other, unknown
+    kind: str                  # features.motion_kind: walk, run, back, side, stand, other
     positions: np.ndarray      # [F, J, 3] world joint positions (m)
-    rotations: np.ndarray      # [F, J, 4] global rotations
     dt: float
-    labels: features.ClipLabels = field(repr=False)
+    motion: object = field(repr=False)
+
+    @cached_property
+    def labels(self) -> features.ClipLabels:
+        """The pipeline's contacts and phase (made only when needed: floor levels, stance)."""
+        return features.clip_labels(self.motion)
 
 
 def bvh_joint_names(path) -> list[str]:
@@ -106,19 +112,20 @@ def spread(keys, count: int) -> list[int]:
 
 
 def load_mocap(paths, label_rule: LabelRule | None = None) -> list[MocapClip]:
-    """The clips at their own frame rate with their labels (style, kind) and pipeline labels."""
+    """The clips at their own frame rate with their labels (style, kind); a clip without a content
+    label is a standing clip, a walk or a run by its mean speed."""
+    from pfnn_core.inspect import mean_ground_speed
+
     paths = [Path(p) for p in paths]
     clips = []
     for path, label in zip(paths, label_clips(paths, label_rule)):
         motion = bvh.load(path)
-        pipeline = features.clip_labels(motion)
         kind = features.motion_kind(label)
-        if kind == "unknown":  # no content label: a standing clip by its speed, else walk or run by speed
-            speed = float(np.mean(pipeline.root_speed))
+        if kind == "unknown":
+            speed = mean_ground_speed(motion)
             kind = "stand" if speed < features.STANDING_MAX_SPEED else (
                 "run" if np.argmax(features.gait_from_speed(speed)) == 2 else "walk")
-        clips.append(MocapClip(path, label.style, kind, pipeline.global_positions, pipeline.global_rotations,
-                               motion.frame_time, pipeline))
+        clips.append(MocapClip(path, label.style, kind, motion.global_positions(), motion.frame_time, motion))
     return clips
 
 
@@ -155,7 +162,8 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
     when present (they were measured on the training set), else they are measured on these clips."""
     meta = meta or {}
     parents = np.asarray(parents)
-    contact_joints = list((meta.get("skeleton") or {}).get("contact_joints") or clips[0].labels.contact_joints)
+    contact_joints = list((meta.get("skeleton") or {}).get("contact_joints")
+                          or contact_joint_order(foot_joints(list(names), parents)))
     moving = [c for c in clips if c.kind not in ("stand",)]
     if meta.get("floor_heights"):
         floor, floor_source = np.asarray(meta["floor_heights"], float), "stored in the checkpoint (training mocap)"
@@ -184,14 +192,17 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
             jerk_sum += float(metrics.mean_jerk(body, clip.dt)) * (len(body) - 3)
             jerk_count += len(body) - 3
 
-    stance_frames = [s for s in (features.standing_stance(c.labels, names, parents) for c in clips if c.kind == "stand")
-                     if s is not None]
-    if (meta.get("stance") or {}).get("positions"):
-        stance = np.asarray(meta["stance"]["positions"], float)
+    stored = meta.get("stance") or {}
+    if stored.get("positions"):
+        stance = np.asarray(stored["positions"], float)
+        spread_m = np.linalg.norm(np.asarray(stored.get("spread") or np.zeros_like(stance), float), axis=-1)
+        stance_spread = float(np.sqrt(np.mean(spread_m ** 2)))
     else:
+        stance_frames = [s for s in (features.standing_stance(c.labels, names, parents) for c in clips
+                                     if c.kind == "stand") if s is not None]
         stance = np.concatenate(stance_frames).mean(axis=0) if stance_frames else None
-    stance_spread = (float(np.sqrt(np.mean(np.sum((np.concatenate(stance_frames) - stance) ** 2, axis=-1))))
-                     if stance_frames and stance is not None else math.nan)
+        stance_spread = (float(np.sqrt(np.mean(np.sum((np.concatenate(stance_frames) - stance) ** 2, axis=-1))))
+                         if stance_frames else math.nan)
 
     styles = sorted({c.style for c in clips})
     pose_frames, clip_ids, style_ids = [], [], []

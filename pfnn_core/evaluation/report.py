@@ -123,43 +123,49 @@ def plot_drive(path: Path, records: dict, contact_joints, floor) -> Path:
 
 
 def plot_filmstrip(path: Path, records: dict, names, parents, times=None, frames: int = 8) -> Path:
-    """The skeleton at `frames` moments (default spread over the drive), from the side (world x, y) and
-    from above (world x, z), two rows per subject; the left side drawn in orange."""
+    """The skeleton at `frames` moments (default spread over the drive) in the character's own frame
+    (`features.body_frames`): from its left side (forward to the right, up) and from above (its left
+    up the page... forward up), two rows per subject; the left side in orange, the floor in grey."""
     from matplotlib.figure import Figure
 
+    from pfnn_core import features
     from pfnn_core.contacts import joint_side
     from pfnn_core.evaluation.measures import body_joints
 
     parents = np.asarray(parents)
     body = set(body_joints(names, parents).tolist())
     bones = [(j, int(p)) for j, p in enumerate(parents) if j in body and int(p) in body]
+    colours = ["C1" if joint_side(names[j]) == "left" else "C0" for j in range(len(names))]
     first = next(iter(records.values()))
     times = np.linspace(0.0, first.t[-1], frames) if times is None else np.asarray(times, float)
-    figure = Figure(figsize=(2.0 * len(times), 4.2 * len(records)), dpi=70)
+    figure = Figure(figsize=(1.7 * len(times), 4.6 * len(records)), dpi=70)
     axes = np.asarray(figure.subplots(2 * len(records), len(times), squeeze=False))
     for row, (subject, record) in enumerate(records.items()):
         for column, time in enumerate(times):
-            pose = record.positions[min(int(round(time / record.dt)), len(record.t) - 1)]
-            centre = pose[sorted(body)].mean(axis=0)
-            for view, (a, b) in enumerate(((0, 1), (0, 2))):
+            frame = min(int(round(time / record.dt)), len(record.t) - 1)
+            origin, yaw = features.body_frames(record.positions[frame:frame + 1], names, parents)
+            pose = features.to_body_frame(record.positions[frame:frame + 1], origin, yaw)[0]
+            # side: forward (body z) to the right, up; top: forward up, the left (body +x) to the left
+            for view, (horizontal, vertical, flip) in enumerate(((2, 1, 1.0), (0, 2, -1.0))):
                 axis = axes[2 * row + view, column]
                 for joint, parent in bones:
-                    colour = "C1" if joint_side(names[joint]) == "left" else "C0"
-                    axis.plot([pose[joint, a], pose[parent, a]], [pose[joint, b], pose[parent, b]], color=colour, lw=1.2)
-                axis.set_xlim(centre[0] - 0.9, centre[0] + 0.9)
+                    axis.plot([flip * pose[joint, horizontal], flip * pose[parent, horizontal]],
+                              [pose[joint, vertical], pose[parent, vertical]], color=colours[joint], lw=1.2)
                 if view == 0:
                     axis.axhline(0.0, color="grey", lw=0.8)
-                    axis.set_ylim(-0.05, 1.9)
+                    axis.set_xlim(-0.8, 0.8)
+                    axis.set_ylim(-0.05, 1.85)
                 else:
-                    axis.set_ylim(centre[2] - 0.9, centre[2] + 0.9)
+                    axis.set_xlim(-0.5, 0.5)
+                    axis.set_ylim(-0.6, 0.6)
                 axis.set_aspect("equal")
                 axis.set_xticks([])
                 axis.set_yticks([])
                 if column == 0:
-                    axis.set_ylabel(f"{subject}\n{'side (x, y)' if view == 0 else 'top (x, z)'}", fontsize="small")
+                    axis.set_ylabel(f"{subject}\n{'side' if view == 0 else 'top'}", fontsize="small")
                 if row == 0 and view == 0:
                     axis.set_title(f"t = {time:.2f} s", fontsize="small")
-    figure.suptitle(first.drive.name)
+    figure.suptitle(f"{first.drive.name} (character's own frame: side view faces right, top view faces up)")
     figure.subplots_adjust(left=0.04, right=0.99, bottom=0.01, top=0.93, wspace=0.05, hspace=0.05)
     figure.savefig(path)
     return path
