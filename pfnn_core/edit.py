@@ -4,7 +4,8 @@ Owns the edit list (a JSON document), its parsing (errors name the piece and the
 piece's clip (mirror, time scale, resample, contacts and phase labels from `features.clip_labels`), the
 phase match of each join, the alignment of each incoming piece onto the outgoing one, the transitions
 (inertialization or crossfade), feet kept planted across the seams (`ik`), the seam report (foot
-skating, root steps, pose pops) and the command `pfnn-edit EDIT.json --out OUT.bvh`.
+skating and pose pops with the evaluation's measures, `pfnn_core.evaluation.measures`; root steps) and
+the command `pfnn-edit EDIT.json --out OUT.bvh`.
 
 Edit list::
 
@@ -55,6 +56,7 @@ import numpy as np
 
 from pfnn_core import bvh, features
 from pfnn_core.contacts import contact_joint_order, foot_joints
+from pfnn_core.evaluation import measures
 from pfnn_core.ik import leg_chains, reach_foot_goals
 from pfnn_core.kinematics import forward_kinematics, local_rotations, mirror_keep_skeleton, resample
 from pfnn_core.quat import (quat_abs, quat_from_expmap, quat_from_yaw, quat_inv, quat_inv_mul, quat_mul,
@@ -86,11 +88,8 @@ LOCK_BEFORE_S = 0.25
 LOCK_AFTER_S = 0.25
 RELEASE_MAX_S = 0.5
 TOE_RELEASE_S = 0.15
-# Report: foot skating over SEAM_WINDOW_S around each seam; pops are joints off their 3-frame trend.
+# Report: foot skating over SEAM_WINDOW_S centred on each join's twin frame (the instant the pieces share).
 SEAM_WINDOW_S = 0.5
-SKATING_HEIGHT = 0.02
-SKATING_MIN_CONTACT_S = 0.1
-POP_THRESHOLD = 0.05
 FEET = 4  # contact joints: ankle and toe of each leg
 EXIT_BAD_INPUT = 2
 
@@ -713,58 +712,13 @@ def plant_feet(motion: bvh.Motion, feet, contacts, seam_frames, transition_secon
 
 
 # ---------------------------------------------------------------------------------------------
-# Measures for the report
+# Measures for the report (the evaluation's: `pfnn_core.evaluation.measures`)
 
 
-class Skating(NamedTuple):
-    speed: float  # m/s, contact-weighted mean horizontal speed (nan without contact)
-    weight: float  # sum of the contact weights (frames): pools several measurements
-
-
-def foot_skating(foot_positions, dt: float, ground_levels, frames=None, height: float = SKATING_HEIGHT,
-                 min_contact_s: float = SKATING_MIN_CONTACT_S) -> Skating:
-    """Foot skating of foot joints [F, K, 3] (ankles and toes).
-
-    A joint is in contact when it is within `height` of its ground level (its planted height in the
-    mocap, [K]) for at least `min_contact_s`; a contact frame weighs 2 - 2^(h / height) (1 on the
-    ground, 0 at `height`) [MANN]; skating is the weighted mean horizontal speed (central differences).
-    `frames` (a slice or index array) scores part of the motion; contact runs are found on all of it."""
-    foot_positions = np.asarray(foot_positions, float)
-    above = foot_positions[..., 1] - np.asarray(ground_levels, float)
-    near = above < height
-    long_enough = np.zeros_like(near)
-    shortest = max(1, int(round(min_contact_s / dt)))
-    for k in range(near.shape[1]):
-        for start, end in contact_runs(near[:, k]):
-            long_enough[start:end, k] = end - start >= shortest
-    weight = np.where(long_enough, 2.0 - np.power(2.0, np.maximum(above, 0.0) / height), 0.0)
-    speed = np.linalg.norm(np.gradient(foot_positions[..., [0, 2]], dt, axis=0), axis=-1) if len(foot_positions) > 1 \
-        else np.zeros(near.shape)
-    if frames is not None:
-        weight, speed = weight[frames], speed[frames]
-    total = float(weight.sum())
-    return Skating(float((weight * speed).sum() / total) if total > 0 else math.nan, total)
-
-
-def pooled(measurements) -> float:
-    """The contact-weighted mean of several `Skating` measurements."""
-    total = sum(m.weight for m in measurements if m.weight > 0)
-    return sum(m.speed * m.weight for m in measurements if m.weight > 0) / total if total > 0 else math.nan
-
-
-def ground_levels(foot_positions_and_contacts) -> np.ndarray:
-    """Per foot joint, its planted height: the median height over its labelled contact frames, pooled
-    over [(foot positions [F, K, 3], contacts [F, K] bool), ...]."""
-    heights = np.concatenate([np.asarray(p)[..., 1] for p, _ in foot_positions_and_contacts])
-    contacts = np.concatenate([np.asarray(c, bool) for _, c in foot_positions_and_contacts])
-    return np.array([np.median(heights[contacts[:, k], k]) if contacts[:, k].any() else np.percentile(heights[:, k], 5)
-                     for k in range(heights.shape[1])])
-
-
-def trend_deviation(joint_positions) -> np.ndarray:
-    """[F - 2, J]: how far each joint is from the midpoint of its neighbouring frames (a pop sticks out)."""
-    p = np.asarray(joint_positions, float)
-    return np.linalg.norm(p[1:-1] - 0.5 * (p[:-2] + p[2:]), axis=-1)
+def _steps(skating: measures.Skating, start: int, stop: int) -> measures.Skating:
+    """The steps start..stop-1 (clipped to the motion) of a skating measurement."""
+    window = slice(max(start, 0), max(stop, 0))
+    return measures.Skating(skating.weight[window], skating.speed[window], skating.contact[window])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -796,7 +750,7 @@ class JoinResult:
     seam_frame: int  # output frame where the incoming piece begins (the frame after the twin)
     moved_out_s: float  # source seconds the cuts moved from where they were asked
     moved_in_s: float
-    seam_skating: float  # m/s over SEAM_WINDOW_S around the seam
+    seam_skating: float  # m/s over SEAM_WINDOW_S around the join (`measures.foot_skating`)
     source_skating: float  # m/s over the same time in the source clips (before the cut, after it)
 
 
@@ -812,7 +766,7 @@ class EditResult:
     source_root_step_max: float  # m, the same over the source clips
     max_trend_deviation: float  # m, largest distance of a joint from its 3-frame trend
     source_max_trend_deviation: float  # m, the same over the pieces in their source clips
-    pops: int  # frames with a joint more than POP_THRESHOLD off its trend
+    pops: int  # frames with a joint more than measures.POP_DISTANCE off its trend (`measures.pose_pops`)
     written: str = ""
 
     def report_lines(self) -> list[str]:
@@ -943,34 +897,40 @@ def build(edit: EditList, cache: dict | None = None) -> EditResult:
 
 
 def _measured(edit, motion, clips, pieces, matches, seams, contacts) -> EditResult:
+    """The report's measures: foot skating against the pieces' capture floor (each contact joint's
+    planted height over the clips' labelled contacts, `features.floor_heights`) with the evaluation's
+    measure, at each join and over the source clips; root steps; pose pops."""
     dt = 1.0 / edit.fps
     feet = clips[0].labels.contact_joints
-    ground = ground_levels([(c.labels.global_positions[:, feet], c.labels.contacts) for c in clips])
+    floor = np.asarray(features.floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts)
+                                               for c in clips]))
+    source_clips = {id(c): c for c in clips}
+    source_skating = {key: measures.foot_skating(c.labels.global_positions[:, feet], floor, dt)
+                      for key, c in source_clips.items()}
     positions = motion.global_positions()
+    output_skating = measures.foot_skating(positions[:, feet], floor, dt)
     half = int(round(0.5 * SEAM_WINDOW_S * edit.fps))
     joins = []
     for index, (match, seam) in enumerate(zip(matches, seams)):
-        seam_window = slice(max(seam - half, 0), seam + half)
+        twin = seam - 1  # the output frame of the instant both pieces share
         out_clip, in_clip = clips[index], clips[index + 1]
-        source = [foot_skating(out_clip.labels.global_positions[:, feet], dt, ground,
-                               slice(max(match.out_frame - half + 1, 0), match.out_frame + 1)),
-                  foot_skating(in_clip.labels.global_positions[:, feet], dt, ground,
-                               slice(match.in_frame + 1, match.in_frame + 1 + half))]
+        source = measures.pool_skating([_steps(source_skating[id(out_clip)], match.out_frame - half, match.out_frame),
+                                        _steps(source_skating[id(in_clip)], match.in_frame, match.in_frame + half)])
         moved_out = (match.out_frame - pieces[index].nominal_last) * out_clip.source_frame_time
         moved_in = (match.in_frame - pieces[index + 1].nominal_first) * in_clip.source_frame_time
         joins.append(JoinResult(match, seam, moved_out, moved_in,
-                                foot_skating(positions[:, feet], dt, ground, seam_window).speed, pooled(source)))
-    mocap = pooled([foot_skating(c.labels.global_positions[:, feet], dt, ground) for c in {id(c): c for c in clips}.values()])
+                                _steps(output_skating, twin - half, twin + half).mean(), source.mean()))
+    mocap = measures.pool_skating(source_skating.values()).mean()
     root_xz = positions[:, features.hips_joint(motion.names, motion.parents), [0, 2]]
     step = float(np.linalg.norm(np.diff(root_xz, axis=0), axis=-1).max()) if len(root_xz) > 1 else 0.0
     source_step = max(float(np.linalg.norm(np.diff(c.labels.root_xz, axis=0), axis=-1).max()) if c.num_frames > 1 else 0.0
                       for c in clips)
-    deviation = trend_deviation(positions) if len(positions) > 2 else np.zeros((0, motion.num_joints))
-    source_deviation = max((float(trend_deviation(p.clip.labels.global_positions[p.first_frame:p.last_frame + 1]).max())
-                            for p in pieces if p.last_frame - p.first_frame >= 2), default=0.0)
+    deviation = measures.trend_deviation(positions)
+    source_deviation = max(float(measures.trend_deviation(p.clip.labels.global_positions[p.first_frame:p.last_frame + 1]).max())
+                           for p in pieces)
     return EditResult(edit, motion, pieces, joins, contacts, mocap, step, source_step,
                       float(deviation.max()) if deviation.size else 0.0, source_deviation,
-                      int((deviation > POP_THRESHOLD).any(axis=-1).sum()))
+                      int(measures.pose_pops(positions).sum()))
 
 
 def export(edit: EditList, out_path, cache: dict | None = None) -> EditResult:
