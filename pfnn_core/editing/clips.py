@@ -6,17 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from pfnn_core import bvh, features
 from pfnn_core.contacts import foot_joints
 from pfnn_core.editing.document import EditError, EditList, piece_path
 from pfnn_core.kinematics import mirror_keep_skeleton, resample
-
-# Bones compare equal within this (the bundled dataset-1 and dataset-2 skeletons differ by 0.04 cm).
-BONE_TOLERANCE_M = 0.005
-BONE_TOLERANCE_REL = 0.02
-
 
 @dataclass
 class PreparedClip:
@@ -33,28 +26,6 @@ class PreparedClip:
 
     def frame_at(self, seconds: float) -> int:
         return int(round(seconds / self.source_frame_time))
-
-
-def skeleton_differences(reference: bvh.Motion, motion: bvh.Motion) -> list[str]:
-    """How `motion`'s skeleton differs from `reference`'s: joint names and parents, then bone lengths
-    (within BONE_TOLERANCE_M + BONE_TOLERANCE_REL); End Sites and the root's start offset (the hips'
-    OFFSET is the take's start position in some sets) are not compared. [] when they are one skeleton."""
-    if list(motion.names) != list(reference.names):
-        if len(motion.names) != len(reference.names):
-            return [f"{len(motion.names)} joints instead of {len(reference.names)}"]
-        return [f"joint {k} is {b!r} instead of {a!r}" for k, (a, b) in enumerate(zip(reference.names, motion.names))
-                if a != b]
-    parents, reference_parents = np.asarray(motion.parents), np.asarray(reference.parents)
-    if not np.array_equal(parents, reference_parents):
-        return [f"{motion.names[k]} hangs from joint {parents[k]} instead of {reference_parents[k]}"
-                for k in np.flatnonzero(parents != reference_parents)]
-    hips = features.hips_joint(reference.names, reference_parents)
-    lengths = np.linalg.norm(motion.offsets, axis=-1)
-    reference_lengths = np.linalg.norm(reference.offsets, axis=-1)
-    compared = (parents >= 0) & (np.arange(len(parents)) != hips)
-    differ = compared & ~np.isclose(lengths, reference_lengths, atol=BONE_TOLERANCE_M, rtol=BONE_TOLERANCE_REL)
-    return [f"{motion.names[k]} bone {100 * lengths[k]:.1f} cm instead of {100 * reference_lengths[k]:.1f} cm"
-            for k in np.flatnonzero(differ)]
 
 
 def prepare_clip(motion: bvh.Motion, fps: float, mirror: bool = False, speed: float = 1.0, path: str = "") -> PreparedClip:
@@ -110,10 +81,10 @@ def load_clips(edit: EditList, cache: dict | None = None) -> list[PreparedClip]:
             except ValueError as error:
                 raise EditError(f"{where}.file: {error}") from None
         else:
-            differences = skeleton_differences(reference, motion)
-            if differences:
+            why = features.skeleton_difference(reference, motion)
+            if why:
                 raise EditError(f"{where}.file: {path} is on another skeleton than pieces[0] "
-                                f"({Path(reference.source).name}): {'; '.join(differences[:6])}")
+                                f"({Path(reference.source).name}): {why}")
         key = ("clip", str(path.resolve()), path.stat().st_mtime_ns, piece.mirror, piece.speed, edit.fps)
         clip = cache.get(key)
         if clip is None:

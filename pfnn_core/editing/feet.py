@@ -10,7 +10,7 @@ import numpy as np
 
 from pfnn_core import bvh, features
 from pfnn_core.contacts import contact_joint_order, foot_joints
-from pfnn_core.editing.joins import offset_decay, smoothstep
+from pfnn_core.editing.joins import offset_decay
 from pfnn_core.ik import leg_chains, reach_foot_goals
 from pfnn_core.kinematics import forward_kinematics, local_rotations
 
@@ -71,7 +71,7 @@ def planted_foot_goals(feet, contacts, windows, fps: float) -> tuple[np.ndarray,
                 elapsed = np.arange(1, min(duration, frames - end) + 1) / fps
                 correction[end:end + len(elapsed)] = offset_decay(correction[end - 1], velocity, elapsed, duration / fps)
                 toe_weights[end:end + len(elapsed), leg] = np.where(
-                    elapsed < duration / fps, 1.0 - smoothstep(elapsed / TOE_RELEASE_S), 0.0)
+                    elapsed < duration / fps, 1.0 - features.smoothstep(0.0, TOE_RELEASE_S, elapsed), 0.0)
         goals[:, [ankle, toe], 0] += correction[:, None, 0]
         goals[:, [ankle, toe], 2] += correction[:, None, 1]
     return goals, toe_weights

@@ -31,8 +31,8 @@ from pfnn_core import bvh, features
 from pfnn_core.editing.clips import PreparedClip
 from pfnn_core.editing.document import EditList
 from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.quat import (quat_abs, quat_from_expmap, quat_from_yaw, quat_inv, quat_inv_mul, quat_mul,
-                            quat_mul_vec, quat_normalize, quat_slerp, quat_to_expmap)
+from pfnn_core.quat import (quat_abs, quat_from_expmap, quat_from_yaw, quat_inv, quat_inv_mul, quat_inv_mul_vec,
+                            quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_expmap)
 
 # Inertialization spring: decay rate SPRING_RATE / seconds, so a gap closes to ~2% by the end of the
 # transition before the window takes it to exactly zero (0.3 s: the gap halves in ~0.08 s).
@@ -45,12 +45,8 @@ def placement_joint(motion: bvh.Motion) -> int:
     keeps one local transform for the whole clip (a 'joint_Root' dummy), else the root."""
     parents = np.asarray(motion.parents)
     hips = features.hips_joint(motion.names, parents)
-    above, joint = [], hips
-    while parents[joint] >= 0:
-        joint = int(parents[joint])
-        above.append(joint)
     still = all(np.ptp(motion.rotations[:, j], axis=0).max() < 1e-9 and np.ptp(motion.positions[:, j], axis=0).max() < 1e-9
-                for j in above)
+                for j in features.ancestors(parents, hips))
     return hips if still else int(np.flatnonzero(parents < 0)[0])
 
 
@@ -85,8 +81,7 @@ def _root_at(clip: PreparedClip, frame: int) -> tuple[np.ndarray, float]:
 def alignment(out_root_xz, out_yaw: float, in_root_xz, in_yaw: float) -> tuple[float, np.ndarray]:
     """(yaw, move (x, z)) that puts the incoming root (position on the ground, facing) on the outgoing one."""
     yaw = out_yaw - in_yaw
-    turned = quat_mul_vec(quat_from_yaw(yaw), np.array([in_root_xz[0], 0.0, in_root_xz[1]]))
-    return yaw, np.asarray(out_root_xz, float) - turned[[0, 2]]
+    return yaw, np.asarray(out_root_xz, float) - features.rotate_xz(yaw, np.asarray(in_root_xz, float))
 
 
 def _step_before(rotations, translations, frame: int):
@@ -111,11 +106,6 @@ def _frames_after(rotations, translations, frame: int, count: int, placement: in
                                                                 beyond[:, None] * step)
 
 
-def smoothstep(t) -> np.ndarray:
-    t = np.clip(np.asarray(t, float), 0.0, 1.0)
-    return t * t * (3.0 - 2.0 * t)
-
-
 def offset_decay(offset, velocity, times, seconds: float) -> np.ndarray:
     """An offset [..., D] with velocity [..., D] at the seam, at `times` [T] after it: [T, ..., D].
 
@@ -125,7 +115,7 @@ def offset_decay(offset, velocity, times, seconds: float) -> np.ndarray:
     rate = SPRING_RATE / seconds
     t = np.asarray(times, float).reshape((-1,) + (1,) * np.ndim(offset))
     spring = np.exp(-rate * t) * (offset + (velocity + rate * offset) * t)
-    return spring * (1.0 - smoothstep(t / seconds))
+    return spring * (1.0 - features.smoothstep(0.0, seconds, t))
 
 
 def _world_entries(placement: int, entries: int) -> list[int]:
@@ -186,11 +176,11 @@ def crossfade(out_after, in_after, twin_root, blend_frames: int, placement: int)
     from where that leaves it."""
     rotations, translations = in_after[0].copy(), in_after[1].copy()
     n = min(blend_frames, len(rotations))
-    weight = smoothstep(np.arange(1, n + 1) / (blend_frames + 1))
+    weight = features.smoothstep(0.0, blend_frames + 1, np.arange(1, n + 1))
     rotations[:n] = quat_slerp(out_after[0][:n], in_after[0][:n], weight[:, None])
     translations[:n] = out_after[1][:n] + weight[:, None, None] * (in_after[1][:n] - out_after[1][:n])
     count = min(n + 1, len(rotations))
-    weight = smoothstep(np.arange(1, count + 1) / (blend_frames + 1))[:, None]
+    weight = features.smoothstep(0.0, blend_frames + 1, np.arange(1, count + 1))[:, None]
     out_root = np.concatenate([[twin_root], out_after[1][:count, placement, [0, 2]]])
     in_root = np.concatenate([[twin_root], in_after[1][:count, placement, [0, 2]]])
     path = twin_root + np.cumsum((1.0 - weight) * np.diff(out_root, axis=0) + weight * np.diff(in_root, axis=0), axis=0)
@@ -219,7 +209,7 @@ def splice(edit: EditList, clips: list[PreparedClip], frames, placement: int):
         else:
             previous_clip, previous_last = clips[index - 1], frames[index - 1][1]
             root_xz, yaw = _root_at(previous_clip, previous_last)
-            world_xz = quat_mul_vec(quat_from_yaw(out_yaw), np.array([root_xz[0], 0.0, root_xz[1]]))[[0, 2]] + out_move
+            world_xz = features.rotate_xz(out_yaw, root_xz) + out_move
             in_xz, in_yaw = _root_at(clip, first)
             yaw_in, move_in = alignment(world_xz, yaw + out_yaw, in_xz, in_yaw)
             pose = _turn_about_y(yaw_in, move_in, *pose, placement)
@@ -251,16 +241,12 @@ def to_local(reference: bvh.Motion, rotations, translations, placement: int):
     """Placement joint back from world to local values under the reference's still joints above it."""
     parents = np.asarray(reference.parents)
     rotations, translations = rotations.copy(), translations.copy()
-    above = []
-    joint = placement
-    while parents[joint] >= 0:
-        joint = int(parents[joint])
-        above.append(joint)
+    above = list(features.ancestors(parents, placement))
     rotations[:, above] = reference.rotations[0, above]
     translations[:, above] = reference.positions[0, above]
     if above:
         parent_rot, parent_pos = forward_kinematics(reference.rotations[0], reference.positions[0], parents)
         parent = int(parents[placement])
         rotations[:, placement] = quat_inv_mul(parent_rot[parent], rotations[:, placement])
-        translations[:, placement] = quat_mul_vec(quat_inv(parent_rot[parent]), translations[:, placement] - parent_pos[parent])
+        translations[:, placement] = quat_inv_mul_vec(parent_rot[parent], translations[:, placement] - parent_pos[parent])
     return quat_normalize(rotations), translations

@@ -11,6 +11,7 @@ import numpy as np
 from pfnn_core import features
 from pfnn_core.editing.clips import PreparedClip
 from pfnn_core.editing.document import EditError, EditList
+from pfnn_core.phase import phase_distance
 
 # Phase-match cost = cyclic phase distance (cycles, 0-0.5) + CONTACT_WEIGHT * share of the 4 contact
 # joints in a different state + SHIFT_WEIGHT * seconds the two cut frames moved from where they were asked.
@@ -20,12 +21,6 @@ SHIFT_WEIGHT = 0.02
 # sit 30 cm further back under the body than a walk's (too far to hold it across the seam), and a
 # mirrored walk's swinging foot lower, landing early.
 FEET_WEIGHT = 1.0
-
-
-def phase_distance(a, b) -> np.ndarray:
-    """Cyclic distance between phases in [0, 1): min(|a - b|, 1 - |a - b|), in [0, 0.5]."""
-    d = np.abs(np.asarray(a, float) - np.asarray(b, float)) % 1.0
-    return np.minimum(d, 1.0 - d)
 
 
 class JoinMatch(NamedTuple):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pfnn_core import features
+from pfnn_core.phase import phase_distance
 
 CONTACT_BAND = 0.02          # m above a joint's planted level that counts as touching the floor (H)
 MIN_CONTACT_S = 0.1          # a contact lasts at least this long
@@ -272,5 +273,4 @@ def contact_f1(predicted, labelled) -> float:
 
 def phase_drift(network_phase, labelled_phase) -> np.ndarray:
     """[T] cyclic distance (cycles, 0..0.5) between the network's phase and the labelled phase."""
-    gap = (np.asarray(network_phase, float) - np.asarray(labelled_phase, float)) % 1.0
-    return np.minimum(gap, 1.0 - gap)
+    return phase_distance(network_phase, labelled_phase)
