@@ -4,7 +4,10 @@ exported as BVH, and handed to the Train section ("Train on this").
 
 `editor_section(state)` only reads and writes `state.editor` (an `EditorPanel`) and queues
 `state.request("editor", action)`; the app calls `handle_request(state, action)` after the UI pass,
-which does the work with `pfnn_core.edit` and writes the result or the error back.
+which does the work with `pfnn_core.edit` and writes the result or the error back. Its path fields are
+the panel's (`app.path_fields`: a `...` file browser, recent folders); relative paths typed there are
+resolved against the work folder (`state.resolve`), a loaded edit list's own relative piece files as
+`pfnn-edit` reads them (the current folder, then the list's folder).
 """
 
 import shutil
@@ -15,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from app.path_fields import path_field
 from pfnn_core import edit
 
 ERROR_COLOUR = imgui.ImVec4(1.0, 0.42, 0.38, 1.0)
@@ -53,15 +57,15 @@ class PieceCurves:
 class EditorPanel:
     name: str = "edit"
     pieces: list = field(default_factory=list)  # PieceRow
-    new_piece: str = ""  # path of the next piece (the file browser can fill this in)
+    new_piece: str = ""  # path of the next piece (choosing one in the file browser adds it)
     kind: str = edit.KINDS[0]
     seconds: float = edit.DEFAULT_TRANSITION_S
     match_phase: bool = True
     search_seconds: float = edit.DEFAULT_SEARCH_S
     fps: float = edit.DEFAULT_FPS
-    list_path: str = "out/edits/edit.json"
-    out_path: str = "out/edits/edit.bvh"
-    train_dir: str = "out/edit_training"
+    list_path: str = "edits/edit.json"  # relative paths: in the work folder
+    out_path: str = "edits/edit.bvh"
+    train_dir: str = "edits/training"
     preview_path: str = field(default_factory=lambda: str(Path(tempfile.gettempdir()) / "pfnn-editor-preview.bvh"))
     curves: list = field(default_factory=list)  # PieceCurves of the last build
     report: list = field(default_factory=list)  # the last build's report, in short (`summary_lines`)
@@ -73,13 +77,14 @@ class EditorPanel:
 
 # ---- the edit list the rows describe -------------------------------------------------------------
 
-def edit_list(panel: EditorPanel) -> edit.EditList:
-    """The panel's pieces and settings as a checked edit list (EditError names the bad piece or field)."""
+def edit_list(panel: EditorPanel, base_dir) -> edit.EditList:
+    """The panel's pieces and settings as a checked edit list (EditError names the bad piece or field);
+    relative piece files are also looked up in `base_dir` (the edit list file's folder)."""
     data = {"name": panel.name, "fps": panel.fps, "match": "phase" if panel.match_phase else "none",
             "search_seconds": panel.search_seconds, "transition": {"kind": panel.kind, "seconds": panel.seconds},
             "pieces": [{"file": row.file, "start": row.start, "end": row.end, "mirror": row.mirror, "speed": row.speed}
                        for row in panel.pieces]}
-    return edit.parse_edit_list(data, panel.name, base_dir=Path(panel.list_path).parent)
+    return edit.parse_edit_list(data, panel.name, base_dir=base_dir)
 
 
 def rows_from(edits: edit.EditList, cache: dict) -> list:
@@ -108,32 +113,36 @@ def handle_request(state, action: str) -> None:
     """Do one editor action; the outcome (or the error, naming the piece and field) lands in `state.editor`."""
     panel = state.editor
     panel.error, panel.message = "", ""
+    list_file = state.resolve(panel.list_path) if panel.list_path.strip() else None
+    base_dir = list_file.parent if list_file else ""
     try:
         if action == "add":
-            path = panel.new_piece.strip()
-            if not path:
+            if not panel.new_piece.strip():
                 raise edit.EditError("no BVH path given for the new piece")
+            path = str(state.resolve(panel.new_piece))
             duration = edit.load_motion(path, panel.cache).duration
             panel.pieces.append(PieceRow(path, 0.0, duration, duration=duration))
             panel.new_piece = ""
         elif action == "preview":
-            _build(panel, panel.preview_path)
+            _build(panel, panel.preview_path, base_dir)
             state.request("open_bvh", panel.preview_path)
             panel.message = "Previewing in the Playback section (play, speed, scrub)."
+        elif action in ("save", "load") and list_file is None:
+            raise edit.EditError("name the edit list file first")
         elif action == "save":
-            path = edit.save_edit_list(edit_list(panel), panel.list_path)
+            path = edit.save_edit_list(edit_list(panel, base_dir), list_file)
             panel.message = f"Saved the edit list to {path}"
         elif action == "load":
-            edits = edit.load_edit_list(panel.list_path)
+            edits = edit.load_edit_list(list_file)
             panel.pieces = rows_from(edits, panel.cache)
             panel.name, panel.fps, panel.kind, panel.seconds = edits.name, edits.fps, edits.transition_kind, edits.transition_seconds
             panel.match_phase, panel.search_seconds = edits.match == "phase", edits.search_seconds
-            panel.message = f"Loaded {len(panel.pieces)} pieces from {panel.list_path}"
+            panel.message = f"Loaded {len(panel.pieces)} pieces from {list_file}"
         elif action == "export":
-            panel.exported = _build(panel, panel.out_path)
+            panel.exported = _build(panel, state.resolve(panel.out_path), base_dir)
             panel.message = f"Wrote {panel.exported}"
         elif action == "train":
-            train_on_this(state)
+            train_on_this(state, base_dir)
     except edit.EditError as error:
         panel.error = str(error)
     except OSError as error:
@@ -149,33 +158,26 @@ def summary_lines(result: edit.EditResult) -> list:
                     f"{100 * result.source_root_step_max:.1f}); pose pops {result.pops}"]
 
 
-def _build(panel: EditorPanel, out_path) -> str:
-    result = edit.export(edit_list(panel), out_path, panel.cache)
+def _build(panel: EditorPanel, out_path, base_dir) -> str:
+    result = edit.export(edit_list(panel, base_dir), out_path, panel.cache)
     panel.curves, panel.report = curves_from(result), summary_lines(result)
     return result.written
 
 
-def train_on_this(state) -> None:
+def train_on_this(state, base_dir) -> None:
     """Export the edit, copy the clip into the training folder and point the Train section at it."""
     panel = state.editor
-    folder = panel.train_dir.strip()
-    if not folder:
+    if not panel.train_dir.strip():
         raise edit.EditError("name a training folder first")
-    exported = _build(panel, panel.out_path)
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    copied = shutil.copy2(exported, Path(folder) / Path(exported).name)
-    state.train.bvh_dir = folder
+    folder = state.resolve(panel.train_dir)
+    exported = _build(panel, state.resolve(panel.out_path), base_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    copied = shutil.copy2(exported, folder / Path(exported).name)
+    state.train.bvh_dir = str(folder)
     panel.message = f"Copied {Path(copied).name} into {folder}; the Train section now trains on that folder."
 
 
 # ---- widgets ---------------------------------------------------------------------------------------
-
-def _path_row(widget_id: str, path: str, button: str, room: float = 110) -> tuple:
-    imgui.set_next_item_width(-room)
-    _, path = imgui.input_text(f"##{widget_id}", path)
-    imgui.same_line()
-    return path, imgui.button(f"{button}##{widget_id}")
-
 
 def _wrapped(colour, text: str) -> None:
     if text:
@@ -249,9 +251,7 @@ def editor_section(state) -> None:
     piece_rows(panel)
     if panel.pieces:
         timeline(panel)
-    # Where a file browser plugs in: it sets `panel.new_piece` and queues the same "add" request.
-    panel.new_piece, add = _path_row("new_piece", panel.new_piece, "Add piece")
-    if add:
+    if path_field(state, "edit_piece", "Piece", "Add"):  # choosing a file in its browser adds it too
         state.request("editor", "add")
     imgui.push_item_width(130)
     kinds = list(edit.KINDS)
@@ -266,20 +266,15 @@ def editor_section(state) -> None:
     imgui.pop_item_width()
     if imgui.button("Preview"):
         state.request("editor", "preview")
-    imgui.same_line()
-    if imgui.button("Export"):
+    if path_field(state, "edit_out", "Export to", "Export"):
         state.request("editor", "export")
-    imgui.same_line()
-    imgui.set_next_item_width(-1)
-    _, panel.out_path = imgui.input_text("##edit_out", panel.out_path)
-    panel.list_path, save = _path_row("edit_list", panel.list_path, "Save list", room=130)
-    imgui.same_line()
-    if imgui.button("Load"):
-        state.request("editor", "load")
-    if save:
+    path_field(state, "edit_list", "Edit list")
+    if imgui.button("Save list"):
         state.request("editor", "save")
-    panel.train_dir, train = _path_row("train_dir", panel.train_dir, "Train on this")
-    if train:
+    imgui.same_line()
+    if imgui.button("Load list"):
+        state.request("editor", "load")
+    if path_field(state, "edit_train_dir", "Train folder", "Train on this"):
         state.request("editor", "train")
     _wrapped(OK_COLOUR, panel.message)
     _wrapped(ERROR_COLOUR, panel.error)

@@ -18,7 +18,7 @@ RECENT_COUNT = 8
 DIM_COLOUR = (0.65, 0.68, 0.74, 1.0)
 ERROR_COLOUR = (1.0, 0.42, 0.38, 1.0)
 KIND_TITLES = {"checkpoint": "model checkpoint (.safetensors)", "bvh": "BVH file (.bvh, .bvh.gz)",
-               "folder": "folder", "video": "video (.mp4)", "any": "file"}
+               "folder": "folder", "video": "video (.mp4)", "edit_list": "edit list (.json)", "any": "file"}
 
 
 def shows_file(name: str, kind: str) -> bool:
@@ -30,6 +30,8 @@ def shows_file(name: str, kind: str) -> bool:
         return is_bvh_path(name)
     if kind == "video":
         return lower.endswith(".mp4")
+    if kind == "edit_list":
+        return lower.endswith(".json")
     if kind == "folder":
         return is_bvh_path(name)  # shown dimmed, so the user sees a folder holds data
     return True
@@ -93,8 +95,8 @@ class RecentFolders:
 @dataclass
 class BrowserState:
     open: bool = False
-    target: str = ""  # the path field that receives the choice (a key of `ui.PATH_FIELDS`)
-    kind: str = "any"  # 'checkpoint', 'bvh', 'folder', 'video' or 'any'
+    target: str = ""  # the path field that receives the choice (a key of `path_fields.PATH_FIELDS`)
+    kind: str = "any"  # 'checkpoint', 'bvh', 'folder', 'video', 'edit_list' or 'any'
     save: bool = False  # choosing a name for a new file (output fields)
     folder: str = ""
     name: str = ""  # the file selected or typed

@@ -16,9 +16,10 @@ from imgui_bundle import imgui, implot
 
 from app import keys, messages, paths
 from app.camera import CAMERA_MODES
-from app.file_browser import BrowserState, RecentFolders, browser_window, open_browser
+from app.file_browser import BrowserState, RecentFolders, browser_window
 from app.editor_panel import EditorPanel, editor_section
 from app.overlays import phase_dial_outline
+from app.path_fields import apply_choice, path_field, remember_rect
 from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
 from pfnn_core.settings import RuntimeSettings, tunable_fields
 
@@ -29,7 +30,6 @@ TRAIN_COLOUR = (0.40, 0.70, 1.0, 1.0)
 VALIDATION_COLOUR = (1.0, 0.60, 0.15, 1.0)
 HELP_KEY_COLOUR, HELP_MOUSE_COLOUR, HELP_PAD_COLOUR = (0.98, 0.86, 0.3, 1.0), (0.6, 0.85, 1.0, 1.0), (0.7, 0.95, 0.7, 1.0)
 PANEL_WIDTH = 430
-LABEL_WIDTH = 96  # the label column of path fields
 OVERLAY_TOGGLES = (("trajectory", "Trajectory", "toggle_trajectory"), ("contacts", "Foot contacts", "toggle_contacts"),
                    ("phase", "Phase dial", "toggle_phase"), ("joint_axes", "Joint axes", "toggle_joint_axes"))
 PHASE_FUNCTIONS = ("cubic", "rbf")
@@ -96,20 +96,6 @@ class CapturePanel:
     video_frames: int = 0
     message: str = ""
     error: str = ""
-
-
-# Path fields: id -> (panel attribute of ViewerState, field, what the browser lists, choosing a new file?)
-PATH_FIELDS = {
-    "model": ("model", "load_path", "checkpoint", False),
-    "bvh_dir": ("train", "bvh_dir", "folder", False),
-    "train_out": ("train", "out", "checkpoint", True),
-    "resume": ("train", "resume_path", "checkpoint", False),
-    "playback": ("playback", "path", "bvh", False),
-    "record": ("record", "path", "bvh", True),
-    "capture_dir": ("capture", "folder", "folder", False),
-}
-# choosing a file in these fields also acts on it
-ACT_ON_CHOICE = {"model": "load_model", "playback": "open_bvh"}
 
 
 @dataclass
@@ -208,47 +194,6 @@ def _tooltip(text: str) -> None:
         imgui.set_tooltip(text)
 
 
-def _remember_rect(state: ViewerState, name: str) -> None:
-    low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
-    state.field_rects[name] = (low.x, low.y, high.x, high.y)
-
-
-def path_field(state: ViewerState, field_id: str, label: str, button: str = "") -> bool:
-    """Label, a path field as wide as the panel allows, a browse button ('...') and an optional action
-    button; returns whether the action button (or Enter in the field) was pressed. A click in the field
-    selects the whole path, so typing replaces it (Ctrl+A selects all too)."""
-    panel_name, attribute, kind, save = PATH_FIELDS[field_id]
-    panel = getattr(state, panel_name)
-    imgui.align_text_to_frame_padding()
-    imgui.text(label)
-    imgui.same_line(LABEL_WIDTH)
-    style = imgui.get_style()
-    buttons = imgui.calc_text_size("...").x + 2 * style.frame_padding.x
-    if button:
-        buttons += imgui.calc_text_size(button).x + 2 * style.frame_padding.x + style.item_spacing.x
-    imgui.set_next_item_width(-(buttons + style.item_spacing.x))
-    value = getattr(panel, attribute)
-    entered, value = imgui.input_text(f"##{field_id}", value, imgui.InputTextFlags_.auto_select_all |
-                                      imgui.InputTextFlags_.enter_returns_true)
-    setattr(panel, attribute, value)
-    _remember_rect(state, field_id)
-    if imgui.is_item_hovered() and value.strip():
-        resolved = state.resolve(value)
-        note = "  (inside the repository)" if kind != "folder" and save and paths.inside_repository(resolved) else ""
-        imgui.set_tooltip(f"{resolved}{note}")
-    imgui.same_line()
-    if imgui.button(f"...##{field_id}"):
-        current = state.resolve(value) if value.strip() else paths.work_dir()
-        open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
-    _remember_rect(state, f"{field_id}_browse")
-    _tooltip(f"Browse for a {kind if kind != 'any' else 'file'}")
-    pressed = bool(button) and entered  # Enter in the field presses its button (and leaves the field)
-    if button:
-        imgui.same_line()
-        pressed = imgui.button(f"{button}##{field_id}") or pressed
-    return pressed
-
-
 def _error(text: str) -> None:
     """An error as one line that fits the panel (the full message in a tooltip)."""
     if not text:
@@ -280,10 +225,10 @@ def _labelled_slider(state: ViewerState, name: str, label: str, value: float, lo
     """A slider with its value written beside it, where the grab can never cover it."""
     imgui.set_next_item_width(width)
     changed, value = imgui.slider_float(f"##{name}", value, low, high, "")
-    _remember_rect(state, name)
+    remember_rect(state, name)
     imgui.same_line()
     imgui.text(text.format(value))
-    _remember_rect(state, f"{name}_value")
+    remember_rect(state, f"{name}_value")
     if label:
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), label)
@@ -315,7 +260,7 @@ def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool
 def tune_section(state: ViewerState) -> None:
     if imgui.button("Reset to defaults"):
         reset_settings(state.settings, state.model_defaults)
-    _remember_rect(state, "reset_settings")
+    remember_rect(state, "reset_settings")
     _tooltip("The loaded model's values (its walk and run speeds) and the runtime's defaults for the rest")
     imgui.push_item_width(140)
     for field_ in tunable_fields(state.settings):
@@ -371,7 +316,7 @@ def loss_plot(state: ViewerState) -> None:
         spec.marker, spec.marker_size, spec.line_weight = implot.Marker_.circle, 3.0, 2.0
         implot.plot_line(name, xs, np.asarray(values, np.float64), spec)
     implot.end_plot()
-    _remember_rect(state, "loss_plot")
+    remember_rect(state, "loss_plot")
 
 
 def train_section(state: ViewerState) -> None:
@@ -661,10 +606,7 @@ def gui(state: ViewerState, display_size=(1280, 720)) -> None:
         panel(state, display_size)
     chosen = browser_window(state.browser, state.recent, paths.work_dir(), display_size, state.field_rects)
     if chosen is not None:
-        panel_name, attribute, _, _ = PATH_FIELDS[state.browser.target]
-        setattr(getattr(state, panel_name), attribute, chosen)
-        if state.browser.target in ACT_ON_CHOICE:
-            state.request(ACT_ON_CHOICE[state.browser.target], chosen)
+        apply_choice(state, state.browser.target, chosen)
     help_window(state, display_size)
     quit_dialog(state, display_size)
 

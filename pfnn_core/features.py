@@ -613,7 +613,7 @@ def skeleton_difference(reference, motion) -> str | None:
         return f"its joints differ ({detail})"
     parents = np.asarray(reference.parents)
     start = hips_joint(reference.names, parents)
-    skip = [start] + list(_ancestors(parents, start))
+    skip = [start] + list(ancestors(parents, start))
     gap = np.abs(np.asarray(motion.offsets, float) - np.asarray(reference.offsets, float)).max(axis=-1)
     gap[skip] = 0.0
     joint = int(np.argmax(gap))
@@ -623,7 +623,8 @@ def skeleton_difference(reference, motion) -> str | None:
     return None
 
 
-def _ancestors(parents, joint: int):
+def ancestors(parents, joint: int):
+    """The joints above `joint`, nearest first."""
     while parents[joint] >= 0:
         joint = int(parents[joint])
         yield joint

@@ -1,12 +1,14 @@
 """Clip editor (pfnn_core/edit.py): phase matching on synthetic labels with hand-computed cuts, the
-transitions on synthetic motions (exact after the blend, continuous at the seam), the measures on
-motions whose answers are known, bad edit lists, the BVH round trip and the targets on bundled clips."""
+transitions on synthetic motions (exact after the blend, continuous at the seam), bad edit lists, the BVH
+round trip, the seam report's windows, and the targets on bundled clips (the measures themselves are the
+evaluation's, tested in test_evaluation_measures.py)."""
 import json
 
 import numpy as np
 import pytest
 
-from pfnn_core import bvh, edit
+from pfnn_core import bvh, edit, features
+from pfnn_core.evaluation import measures
 from pfnn_core.quat import quat_from_angle_axis, quat_inv, quat_mul, quat_to_expmap
 
 WALK = "dataset-2_walk_normal_{:03d}.bvh.gz"
@@ -144,46 +146,6 @@ def test_crossfade_is_exactly_the_incoming_motion_after_the_blend_and_starts_fro
     assert step.max() < 1.6 / FPS  # no faster than the faster clip: no jump
 
 
-# ---- measures --------------------------------------------------------------------------------------
-
-def test_foot_skating_weights_contact_frames_by_height():
-    dt, height = 1.0 / FPS, edit.SKATING_HEIGHT
-    frames = 60
-    foot = np.zeros((frames, 1, 3))
-    foot[:, 0, 0] = np.arange(frames) * dt * 1.0  # sliding at 1 m/s on its ground level
-    assert edit.foot_skating(foot, dt, [0.0]).speed == pytest.approx(1.0)
-    foot[30:, 0, 0] = foot[29, 0, 0] + (np.arange(1, 31)) * dt * 3.0  # then 3 m/s at half the height band
-    foot[30:, 0, 1] = 0.5 * height
-    weight_high = 2.0 - 2.0 ** 0.5
-    expected = (29 * 1.0 + 29 * 3.0 * weight_high) / (29 + 29 * weight_high)  # frames 29, 30 are mixed steps
-    measured = edit.foot_skating(foot, dt, [0.0], frames=np.r_[0:29, 31:60])
-    assert measured.speed == pytest.approx(expected)
-    foot[:, 0, 1] = 3 * height  # in the air: no contact at all
-    assert np.isnan(edit.foot_skating(foot, dt, [0.0]).speed)
-    foot[:, 0, 1] = np.where(np.arange(frames) % 10 < 4, 0.0, 3 * height)  # contacts of 4 frames < 0.1 s
-    assert np.isnan(edit.foot_skating(foot, dt, [0.0]).speed)
-
-
-def test_a_planted_foot_does_not_skate_and_ground_levels_come_from_contact_frames():
-    feet = np.zeros((30, 2, 3))
-    feet[:, 0, 1], feet[:, 1, 1] = 0.117, np.linspace(0.04, 0.3, 30)
-    contacts = np.zeros((30, 2), bool)
-    contacts[:, 0], contacts[:10, 1] = True, True
-    levels = edit.ground_levels([(feet, contacts)])
-    assert levels[0] == pytest.approx(0.117) and levels[1] == pytest.approx(np.median(feet[:10, 1, 1]))
-    assert edit.foot_skating(feet[:, :1], 1.0 / FPS, levels[:1]).speed == pytest.approx(0.0)
-
-
-def test_trend_deviation_finds_a_pop_and_not_smooth_motion():
-    t = np.linspace(0, 2, 121)
-    smooth = np.stack([np.sin(t), 0.5 * t, np.cos(t)], axis=-1)[:, None]
-    assert edit.trend_deviation(smooth).max() < 1e-3
-    popped = smooth.copy()
-    popped[60, 0, 1] += 0.1
-    deviation = edit.trend_deviation(popped)
-    assert deviation.max() == pytest.approx(0.1) and int(np.argmax(deviation[:, 0])) + 1 == 60
-
-
 # ---- bad input -------------------------------------------------------------------------------------
 
 def test_an_empty_edit_list_is_refused_and_nothing_is_written(tmp_path):
@@ -251,12 +213,15 @@ def test_pieces_on_another_skeleton_name_the_file_and_the_joints(bvh_dir, tmp_pa
         edit.build(edits)
 
 
-def test_dataset_1_and_dataset_2_clips_are_one_skeleton(bvh_dir):
-    """They differ only in the hips' OFFSET (each take's start position), which is not a bone."""
-    ds2 = bvh.load(bvh_dir / WALK.format(1))
-    ds1 = bvh.load(bvh_dir.parent / "bandai-namco-ds1" / "dataset-1_walk_normal_001.bvh.gz")
-    assert not np.allclose(ds1.offsets, ds2.offsets)
-    assert edit.skeleton_differences(ds2, ds1) == []
+def test_dataset_1_and_dataset_2_clips_join_as_one_skeleton(bvh_dir, cache):
+    """They differ only in the hips' OFFSET (each take's start position), which is not a bone: the
+    editor's skeleton check is training's (`features.skeleton_difference`)."""
+    ds1 = bvh_dir.parent / "bandai-namco-ds1" / "dataset-1_walk_normal_001.bvh.gz"
+    assert not np.allclose(bvh.load(ds1).offsets, bvh.load(bvh_dir / WALK.format(1)).offsets)
+    edits = edit.parse_edit_list({"pieces": [{"file": str(bvh_dir / WALK.format(1)), "start": 0.5, "end": 3.0},
+                                             {"file": str(ds1)}]})
+    result = edit.build(edits, cache)
+    assert len(result.joins) == 1 and result.pops == 0
 
 
 def test_a_piece_shorter_than_the_transition_is_refused(bvh_dir):
@@ -281,6 +246,22 @@ def test_a_clip_cut_and_joined_again_at_the_same_instant_is_the_clip_itself(bvh_
         assert np.abs(output - source).max() < 0.05  # feet held still across the seam, not sliding as captured
     matched = edit.build(edit_list(bvh_dir, pieces, match="phase", search=0.3), cache)
     assert matched.joins[0].match.out_frame == matched.joins[0].match.in_frame  # the very same instant
+
+
+def test_the_seam_report_measures_the_half_second_centred_on_the_join(bvh_dir, cache):
+    """A clip joined to itself at one instant: the source figure is that clip's own skating over the 0.5 s
+    centred there (against the floor of its labelled contacts), and the seam, its feet held, skates less."""
+    pieces = [{"file": WALK.format(1), "start": 0.5, "end": 3.0}, {"file": WALK.format(1), "start": 3.0, "end": 6.0}]
+    result = edit.build(edit_list(bvh_dir, pieces, match="none"), cache)
+    join, labels = result.joins[0], result.pieces[0].clip.labels
+    feet = labels.global_positions[:, labels.contact_joints]
+    floor = features.floor_heights([(feet[..., 1], labels.contacts)])
+    steps = np.zeros(len(feet) - 1, bool)
+    steps[join.match.out_frame - 15:join.match.out_frame + 15] = True  # 30 steps of 1/60 s
+    expected = measures.foot_skating(feet, floor, 1.0 / FPS).mean(steps)
+    assert join.source_skating == pytest.approx(expected, rel=1e-12) and expected > 0.05
+    assert join.seam_skating < join.source_skating
+    assert result.mocap_skating == pytest.approx(measures.foot_skating(feet, floor, 1.0 / FPS).mean(), rel=1e-12)
 
 
 def test_speed_and_mirror_change_the_piece_as_asked(bvh_dir, cache):
@@ -311,11 +292,13 @@ def test_an_exported_sequence_round_trips_through_the_bvh_loader(bvh_dir, tmp_pa
 
 @pytest.fixture(scope="module")
 def walking_figure(bvh_dir):
-    """The mocap's walking skating: every bundled normal walk at the edit rate, the same measure."""
+    """The mocap's walking skating: every bundled normal walk at the edit rate, the same measure (the
+    evaluation's, against the floor of the clips' labelled contacts; 0.27 m/s at 60 Hz, 0.25 at 30)."""
     clips = [edit.prepare_clip(bvh.load(path), FPS) for path in sorted(bvh_dir.glob("dataset-2_walk_normal_*.bvh.gz"))]
     feet = clips[0].labels.contact_joints
-    ground = edit.ground_levels([(c.labels.global_positions[:, feet], c.labels.contacts) for c in clips])
-    figure = edit.pooled([edit.foot_skating(c.labels.global_positions[:, feet], 1.0 / FPS, ground) for c in clips])
+    floor = features.floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts) for c in clips])
+    figure = measures.pool_skating([measures.foot_skating(c.labels.global_positions[:, feet], floor, 1.0 / FPS)
+                                    for c in clips]).mean()
     assert 0.1 < figure < 0.5
     return figure
 
@@ -335,7 +318,7 @@ def test_joins_of_bundled_clips_meet_the_targets(bvh_dir, walking_figure, cache,
     # Within 1.5x the mocap's walking figure, or (where the captured feet already skate there, a toe
     # swinging through low at 3 m/s counts as contact) no worse than the source clips at the cut.
     assert join.seam_skating <= max(1.5 * walking_figure, 1.05 * join.source_skating)
-    assert result.pops == 0 and result.max_trend_deviation <= edit.POP_THRESHOLD  # no pose pop
+    assert result.pops == 0 and result.max_trend_deviation <= measures.POP_DISTANCE  # no pose pop
     report = "\n".join(result.report_lines())
     assert "phase diff" in report and f"{join.seam_skating:.3f}" in report
 

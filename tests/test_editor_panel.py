@@ -1,26 +1,40 @@
-"""The Editor section in a real headless viewer window: pieces added from paths, a preview playing in the
-3D view through the Playback section, phase and contact curves with the cuts drawn, export, the edit
-list saved and loaded, "train on this", and bad input shown in the panel while the viewer keeps running."""
+"""The Editor section in a real headless viewer window: pieces added from paths and from the file browser,
+a preview playing in the 3D view through the Playback section, phase and contact curves with the cuts
+drawn, export, the edit list saved and loaded, "train on this", relative paths in the work folder, and
+bad input shown in the panel while the viewer keeps running."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+from pyglet.window import mouse
 
 from pfnn_core import bvh
 
+ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1100, 1000
 WALK = "dataset-2_walk_normal_{:03d}.bvh.gz"
 RUN = "dataset-2_run_normal_{:03d}.bvh.gz"
 
 
 @pytest.fixture(scope="module")
-def viewer(random_checkpoint, tmp_path_factory):
+def folders(tmp_path_factory):
+    return {"work": tmp_path_factory.mktemp("work"), "config": tmp_path_factory.mktemp("config")}
+
+
+@pytest.fixture(scope="module")
+def viewer(random_checkpoint, tmp_path_factory, folders):
     from app.main import Viewer
 
-    app = Viewer(WIDTH, HEIGHT, model_path=random_checkpoint, visible=False, vsync=False)
-    app.state.open_sections = ("Editor",)
-    app.state.show_help = False
-    app.state.editor.preview_path = str(tmp_path_factory.mktemp("preview") / "preview.bvh")
-    yield app
-    app.close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PFNN_VIEWER_HOME", str(folders["work"]))
+        patch.setenv("PFNN_VIEWER_CONFIG", str(folders["config"]))
+        app = Viewer(WIDTH, HEIGHT, model_path=random_checkpoint, visible=False, vsync=False)
+        app.state.open_sections = ("Editor",)
+        app.state.show_help = False
+        app.state.editor.preview_path = str(tmp_path_factory.mktemp("preview") / "preview.bvh")
+        yield app
+        app.close()
 
 
 @pytest.fixture
@@ -46,6 +60,16 @@ def add_pieces(viewer, bvh_dir, ranges):
         row = viewer.state.editor.pieces[-1]
         assert row.duration == pytest.approx(bvh.load(bvh_dir / name).duration) and row.end == pytest.approx(row.duration)
         row.start, row.end = start, end
+
+
+def click(viewer, name):
+    """A real mouse click (move, press, release) in the middle of a widget the panel drew last frame."""
+    x0, y0, x1, y1 = viewer.state.field_rects[name]
+    x, y = (x0 + x1) / 2, HEIGHT - (y0 + y1) / 2  # pyglet's y goes up
+    for event, args in (("on_mouse_motion", (x, y, 0, 0)), ("on_mouse_press", (x, y, mouse.LEFT, 0)),
+                        ("on_mouse_release", (x, y, mouse.LEFT, 0))):
+        viewer.window.dispatch_event(event, *args)
+        viewer.run_frames(1)
 
 
 def colour_pixels(image, predicate) -> int:
@@ -79,7 +103,7 @@ def test_preview_plays_the_spliced_sequence_and_the_curves_show_the_cuts(editor,
     assert editor.source.time == pytest.approx(time_before + 0.5, abs=1e-6)  # it plays
     image = editor.read_pixels()
     assert cut_pixels(image) > before + 50  # two plots, two cut lines each
-    from app.main import save_png
+    from app.capture import save_png
 
     save_png(image, tmp_path / "editor_panel.png")  # to look at
 
@@ -126,3 +150,40 @@ def test_bad_input_is_shown_in_the_panel_and_the_viewer_keeps_running(editor, bv
     panel.pieces = []
     editor.run_frames(1)
     assert "empty" in panel.error
+
+
+def test_a_piece_chosen_in_the_file_browser_is_added(editor, bvh_dir, folders):
+    panel, browser = editor.state.editor, editor.state.browser
+    panel.new_piece = str(bvh_dir / WALK.format(4))  # the browser opens in this file's folder, on this file
+    editor.run_frames(1)
+    click(editor, "edit_piece_browse")
+    assert browser.open and browser.target == "edit_piece" and browser.kind == "bvh"
+    assert browser.folder == str(bvh_dir) and browser.name == WALK.format(4)
+    assert WALK.format(4) in [entry.name for entry in browser.entries]
+    click(editor, "browser_confirm")
+    editor.run_frames(1)  # the choice queues "add", done after the UI pass
+    assert not browser.open and panel.error == ""
+    assert [row.file for row in panel.pieces] == [str(bvh_dir / WALK.format(4))] and panel.new_piece == ""
+    assert panel.pieces[0].duration == pytest.approx(bvh.load(bvh_dir / WALK.format(4)).duration)
+    assert json.loads((folders["config"] / "recent.json").read_text())["last"]["bvh"] == str(bvh_dir)
+
+
+def test_relative_paths_are_in_the_work_folder(editor, bvh_dir, folders):
+    work = folders["work"]
+    (work / "clips").mkdir(exist_ok=True)
+    (work / "clips" / "walk.bvh.gz").write_bytes((bvh_dir / WALK.format(1)).read_bytes())
+    panel = editor.state.editor
+    panel.new_piece = "clips/walk.bvh.gz"
+    editor.state.request("editor", "add")
+    editor.run_frames(1)
+    assert panel.error == "" and panel.pieces[0].file == str(work / "clips" / "walk.bvh.gz")
+    panel.pieces[0].start, panel.pieces[0].end = 1.0, 3.0
+    panel.list_path, panel.out_path, panel.train_dir = "edits/mine.json", "edits/mine.bvh", "edits/training"
+    for action in ("save", "train"):
+        editor.state.request("editor", action)
+        editor.run_frames(1)
+        assert panel.error == ""
+    assert (work / "edits" / "mine.json").is_file() and (work / "edits" / "mine.bvh").is_file()
+    assert (work / "edits" / "training" / "mine.bvh").is_file()
+    assert editor.state.train.bvh_dir == str(work / "edits" / "training")
+    assert not (ROOT / "edits").exists() and not (ROOT / "clips").exists()  # not the current folder

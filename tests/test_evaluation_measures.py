@@ -121,6 +121,9 @@ def test_pops_are_joints_off_their_own_three_frame_trend():
     assert np.flatnonzero(measures.pose_pops(spiked)).tolist() == [7]  # the spike, not its neighbours (3 cm off)
     spiked[7, 2, 1] -= 0.02  # 4 cm: below the 5 cm limit
     assert not measures.pose_pops(spiked).any()
+    deviation = measures.trend_deviation(spiked)
+    assert deviation.shape == (20, 3) and deviation[7, 2] == pytest.approx(0.04, abs=2e-3)
+    assert deviation[[0, -1]].max() == 0.0 and np.delete(deviation, 7, axis=0).max() < 0.021  # neighbours: half
 
 
 def test_a_still_foot_above_the_floor_floats_a_moving_one_does_not():

@@ -203,3 +203,16 @@ def test_hip_line_skips_side_joints_sitting_on_the_hips():
     walk = np.repeat(positions[None], 10, axis=0)
     facing = features.facing_directions(walk, names, parents, dt=1 / 60)
     np.testing.assert_allclose(facing, np.tile([0.0, 1.0], (10, 1)), atol=1e-9)
+
+
+def test_floor_heights_are_the_median_height_over_labelled_contacts():
+    heights = np.zeros((30, 3))
+    heights[:, 0], heights[:, 1], heights[:, 2] = 0.117, np.linspace(0.04, 0.3, 30), 0.2
+    contacts = np.zeros((30, 3), bool)
+    contacts[:, 0], contacts[:10, 1] = True, True
+    other = (np.full((4, 3), 0.05), np.ones((4, 3), bool))  # a second clip, pooled frame by frame
+    floor = features.floor_heights([(heights, contacts)])
+    assert floor[0] == pytest.approx(0.117) and floor[1] == pytest.approx(np.median(heights[:10, 1]))
+    assert np.isnan(floor[2])  # never in contact: no level
+    pooled = features.floor_heights([(heights, contacts), other])
+    assert pooled[1] == pytest.approx(np.median(np.r_[heights[:10, 1], [0.05] * 4])) and pooled[2] == pytest.approx(0.05)

@@ -2,9 +2,9 @@
 
 Owns: contact frames against the capture's floor and foot skating (`floor_contacts`, `foot_skating`),
 pose features in the character's own frame and nearest-neighbour realism (`pose_features`,
-`PoseDatabase`), pose pops, floating and sunk feet (`pose_pops`, `floating_feet`, `sunk_feet`), the
-standing stance and settling after a stop (`stance_error`, `settle_time`), and the network's phase on
-held-out clips (`contact_f1`, `phase_drift`).
+`PoseDatabase`), pose pops, floating and sunk feet (`trend_deviation`, `pose_pops`, `floating_feet`,
+`sunk_feet`), the standing stance and settling after a stop (`stance_error`, `settle_time`), and the
+network's phase on held-out clips (`contact_f1`, `phase_drift`).
 
 Conventions: metres, seconds, Y up; motions are sampled every `dt` seconds; foot arrays hold the
 skeleton's contact joints in the order (Foot_L, Toes_L, Foot_R, Toes_R) and `floor` [4] is each joint's
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pfnn_core import features
+from pfnn_core.phase import phase_distance
 
 CONTACT_BAND = 0.02          # m above a joint's planted level that counts as touching the floor (H)
 MIN_CONTACT_S = 0.1          # a contact lasts at least this long
@@ -212,15 +213,20 @@ class PoseDatabase:
         return np.sqrt((difference * difference).sum(axis=1) / self.joints), index
 
 
-def pose_pops(positions, limit: float = POP_DISTANCE) -> np.ndarray:
-    """[T] bool: some joint is more than `limit` m from the midpoint of its previous and next positions
-    (its own 3-frame trend); the first and last frames never pop. positions [T, J, 3]."""
+def trend_deviation(positions) -> np.ndarray:
+    """[T, J] distance (m) of each joint from the midpoint of its previous and next positions (its own
+    3-frame trend); 0 at the first and last frames. positions [T, J, 3]."""
     positions = np.asarray(positions, float)
-    popped = np.zeros(len(positions), bool)
+    deviation = np.zeros(positions.shape[:2])
     if len(positions) >= 3:
-        off = positions[1:-1] - 0.5 * (positions[:-2] + positions[2:])
-        popped[1:-1] = (np.linalg.norm(off, axis=-1) > limit).any(axis=-1)
-    return popped
+        deviation[1:-1] = np.linalg.norm(positions[1:-1] - 0.5 * (positions[:-2] + positions[2:]), axis=-1)
+    return deviation
+
+
+def pose_pops(positions, limit: float = POP_DISTANCE) -> np.ndarray:
+    """[T] bool: some joint is more than `limit` m off its own 3-frame trend (`trend_deviation`); the
+    first and last frames never pop. positions [T, J, 3]."""
+    return (trend_deviation(positions) > limit).any(axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -267,5 +273,4 @@ def contact_f1(predicted, labelled) -> float:
 
 def phase_drift(network_phase, labelled_phase) -> np.ndarray:
     """[T] cyclic distance (cycles, 0..0.5) between the network's phase and the labelled phase."""
-    gap = (np.asarray(network_phase, float) - np.asarray(labelled_phase, float)) % 1.0
-    return np.minimum(gap, 1.0 - gap)
+    return phase_distance(network_phase, labelled_phase)
