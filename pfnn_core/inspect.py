@@ -165,10 +165,11 @@ def style_summary(rows: list[dict], rule=None) -> tuple[str, list[str]]:
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(str(row[h]).ljust(w) for h, w in zip(header, widths)) for row in table]
-    warnings = [f"style '{style}' has only {sum(per_style.values()):.1f} min of data "
-                f"(< {MIN_STYLE_MINUTES:g}): a model will know it poorly"
-                for style, per_style in sorted(minutes.items()) if sum(per_style.values()) < MIN_STYLE_MINUTES]
-    if len(minutes) > 1:
+    warnings = []
+    if len(minutes) > 1:  # one style is no style input: nothing to be short of
+        warnings = [f"style '{style}' has only {sum(per_style.values()):.1f} min of data "
+                    f"(< {MIN_STYLE_MINUTES:g}): a model will know it poorly"
+                    for style, per_style in sorted(minutes.items()) if sum(per_style.values()) < MIN_STYLE_MINUTES]
         for content in contents:
             missing = [style for style, per_style in sorted(minutes.items()) if content not in per_style]
             if missing and len(missing) < len(minutes):
