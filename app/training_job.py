@@ -47,7 +47,8 @@ class TrainingJob:
         except ImportError:
             pass
         try:
-            self.result = self.work(self.updates.put, self.stop_event)
+            with _own_cuda_stream():
+                self.result = self.work(self.updates.put, self.stop_event)
         except Exception as error:  # shown in the panel; the viewer keeps running
             self.error = f"{type(error).__name__}: {error}"
             self.updates.put({"error": self.error, "traceback": traceback.format_exc()})
@@ -74,6 +75,20 @@ class TrainingJob:
     def join(self, timeout: float | None = None) -> None:
         if self.thread is not None:
             self.thread.join(timeout)
+
+
+def _own_cuda_stream():
+    """Training's kernels on a stream of their own, so the viewer's network step (on its own stream)
+    never queues behind them; a no-op without CUDA."""
+    import contextlib
+
+    try:
+        import torch
+    except ImportError:
+        return contextlib.nullcontext()
+    if not torch.cuda.is_available():
+        return contextlib.nullcontext()
+    return torch.cuda.stream(torch.cuda.Stream())
 
 
 def eta_seconds(elapsed: float, fraction_done: float) -> float | None:

@@ -866,13 +866,21 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None) -> dic
 
 
 def main(argv=None) -> int:
+    from pfnn_core.threads import add_threads_argument, set_thread_counts
+
     parser = argparse.ArgumentParser(prog="pfnn-eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=str(DEFAULT_MODEL), help="checkpoint (.safetensors)")
     parser.add_argument("--out", required=True, help="folder for report.md, results.json, plots/ and drives/")
     parser.add_argument("--quick", action="store_true", help="short drives and a small mocap reference")
     parser.add_argument("--data", default=None, help="BVH folder of the reference mocap (default: the "
                         "folder the model was trained on, else the bundled clips)")
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
+    try:
+        set_thread_counts(args.threads)
+    except ValueError as error:
+        print(f"pfnn-eval: {error}", file=sys.stderr)
+        return 2
     from pfnn_core.checkpoint import CheckpointError
 
     try:

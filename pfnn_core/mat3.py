@@ -195,8 +195,8 @@ def nearest_rotation(goal, rest, count, fallback, scratch):
     """The rotation R maximising sum_k goal_k . (R rest_k) over `count` vector pairs (Kabsch's
     problem, the same answer as an SVD of M = sum_k goal_k rest_k^T): the eigenvectors V of M^T M
     by Jacobi rotations, then U from M V, made right-handed, and R = U V^T. `fallback` is returned
-    when the bones do not fix a rotation (fewer than two independent directions). `scratch` [2, 3, 3]."""
-    m, a = scratch[0], scratch[1]
+    when the bones do not fix a rotation (fewer than two independent directions). `scratch` [3, 3, 3]."""
+    m, a, v = scratch[0], scratch[1], scratch[2]
     for i in range(3):
         for j in range(3):
             total = 0.0
@@ -206,24 +206,29 @@ def nearest_rotation(goal, rest, count, fallback, scratch):
     for i in range(3):
         for j in range(3):
             a[i, j] = m[0, i] * m[0, j] + m[1, i] * m[1, j] + m[2, i] * m[2, j]
-    values, vectors = _symmetric_eigen(a)
-    order = np.argsort(-values)
-    v0, v1 = vectors[:, order[0]], vectors[:, order[1]]
-    b0 = (m[0, 0] * v0[0] + m[0, 1] * v0[1] + m[0, 2] * v0[2], m[1, 0] * v0[0] + m[1, 1] * v0[1] + m[1, 2] * v0[2],
-          m[2, 0] * v0[0] + m[2, 1] * v0[1] + m[2, 2] * v0[2])
-    b1 = (m[0, 0] * v1[0] + m[0, 1] * v1[1] + m[0, 2] * v1[2], m[1, 0] * v1[0] + m[1, 1] * v1[1] + m[1, 2] * v1[2],
-          m[2, 0] * v1[0] + m[2, 1] * v1[1] + m[2, 2] * v1[2])
-    scale_m = math.sqrt(max(values[order[0]], 0.0))
-    if length(b0) <= 1e-12 * max(scale_m, 1e-300) or scale_m == 0.0:
+    _symmetric_eigen(a, v)
+    first, second = 0, 1  # the two largest eigenvalues
+    if a[1, 1] > a[0, 0]:
+        first, second = 1, 0
+    if a[2, 2] > a[first, first]:
+        first, second = 2, first
+    elif a[2, 2] > a[second, second]:
+        second = 2
+    w0 = (v[0, first], v[1, first], v[2, first])
+    w1 = (v[0, second], v[1, second], v[2, second])
+    largest = math.sqrt(max(a[first, first], 0.0))
+    b0 = (m[0, 0] * w0[0] + m[0, 1] * w0[1] + m[0, 2] * w0[2], m[1, 0] * w0[0] + m[1, 1] * w0[1] + m[1, 2] * w0[2],
+          m[2, 0] * w0[0] + m[2, 1] * w0[1] + m[2, 2] * w0[2])
+    b1 = (m[0, 0] * w1[0] + m[0, 1] * w1[1] + m[0, 2] * w1[2], m[1, 0] * w1[0] + m[1, 1] * w1[1] + m[1, 2] * w1[2],
+          m[2, 0] * w1[0] + m[2, 1] * w1[1] + m[2, 2] * w1[2])
+    if largest == 0.0 or length(b0) <= 1e-12 * largest:
         return fallback
     u0 = normalize(b0)
     u1_raw = sub(b1, scale(u0, dot(u0, b1)))
-    if length(u1_raw) <= 1e-9 * scale_m:
+    if length(u1_raw) <= 1e-9 * largest:
         return fallback
     u1 = normalize(u1_raw)
     u2 = cross(u0, u1)
-    w0 = (v0[0], v0[1], v0[2])
-    w1 = (v1[0], v1[1], v1[2])
     w2 = cross(w0, w1)
     # R = [u0 u1 u2] [w0 w1 w2]^T
     return (u0[0] * w0[0] + u1[0] * w1[0] + u2[0] * w2[0], u0[0] * w0[1] + u1[0] * w1[1] + u2[0] * w2[1],
@@ -235,10 +240,13 @@ def nearest_rotation(goal, rest, count, fallback, scratch):
 
 
 @njit
-def _symmetric_eigen(a):
-    """Eigenvalues [3] and eigenvectors (columns) [3, 3] of the symmetric 3x3 matrix `a` (overwritten)
-    by cyclic Jacobi rotations; converges quadratically, a few sweeps."""
-    v = np.eye(3)
+def _symmetric_eigen(a, v):
+    """Diagonalise the symmetric 3x3 matrix `a` in place by cyclic Jacobi rotations (quadratic
+    convergence, a few sweeps): afterwards its diagonal holds the eigenvalues and the columns of
+    `v` the eigenvectors."""
+    for i in range(3):
+        for j in range(3):
+            v[i, j] = 1.0 if i == j else 0.0
     for _ in range(32):
         off = a[0, 1] * a[0, 1] + a[0, 2] * a[0, 2] + a[1, 2] * a[1, 2]
         diagonal = a[0, 0] * a[0, 0] + a[1, 1] * a[1, 1] + a[2, 2] * a[2, 2]
@@ -263,4 +271,3 @@ def _symmetric_eigen(a):
             for k in range(3):
                 vkp, vkq = v[k, p], v[k, q]
                 v[k, p], v[k, q] = c * vkp - s * vkq, s * vkp + c * vkq
-    return np.array([a[0, 0], a[1, 1], a[2, 2]]), v

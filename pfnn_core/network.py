@@ -100,53 +100,48 @@ class FoldedPFNN:
         return hidden
 
     def bins(self, mode: str) -> tuple[list, list, int]:
-        """Per layer the weights [N, in, out] and biases [N, out] blended at N phases k/N (cached per
-        mode and beta)."""
+        """Per layer the weights and biases blended at N phases k/N (cached per mode and beta): for
+        'constant' W [N, in, out], b [N, out]; for 'linear' each bin side by side with the next one,
+        W [N, in, 2 out], b [N, 2 out], so a character between two bins costs one matrix product."""
         count = LINEAR_BINS if mode == "linear" else CONSTANT_BINS
         key = (mode, self.beta)
         if key not in self._bins:
             blend = self.blend(np.arange(count) / count).astype(np.float64)
             weights = [np.einsum("nk,kio->nio", blend, w.astype(np.float64)).astype(np.float32) for w in self.weight_sets]
             biases = [(blend @ b.astype(np.float64)).astype(np.float32) for b in self.bias_sets]
+            if mode == "linear":
+                following = (np.arange(count) + 1) % count
+                weights = [np.ascontiguousarray(np.concatenate([w, w[following]], axis=2)) for w in weights]
+                biases = [np.concatenate([b, b[following]], axis=1) for b in biases]
             self._bins = {key: (weights, biases, count)}
         return self._bins[key]
 
     def _binned(self, x, phase, style, mode):
+        """Characters sorted by bin, each bin's run of rows through its weights with one product."""
         weights, biases, count = self.bins(mode)
         position = np.asarray(phase, np.float64) % 1.0 * count
-        if mode == "constant":
-            lower, upper = np.rint(position).astype(np.intp) % count, None
-            share = None
-        else:
-            lower = np.floor(position).astype(np.intp) % count
-            upper, share = (lower + 1) % count, (position - np.floor(position)).astype(np.float32)[:, None]
-        hidden, last = x, len(weights) - 1
-        single = len(x) == 1
+        linear = mode == "linear"
+        lower = (np.floor(position) if linear else np.rint(position)).astype(np.intp) % count
+        share = (position - np.floor(position)).astype(np.float32)[:, None]
+        order = np.argsort(lower, kind="stable")
+        bins, starts = np.unique(lower[order], return_index=True)
+        ends = np.append(starts[1:], len(order))
+        hidden, share = x[order], share[order]
+        style = None if style is None else style[order]
+        last = len(weights) - 1
         for index, (weight, bias) in enumerate(zip(weights, biases)):
             hidden = self._layer_input(hidden, style)
-            if single:
-                out = hidden @ weight[lower[0]] + bias[lower[0]]
-                if upper is not None:
-                    out += share * (hidden @ weight[upper[0]] + bias[upper[0]] - out)
-            else:
-                out = self._grouped(hidden, weight, bias, lower, upper, share)
+            width = bias.shape[1] // 2 if linear else bias.shape[1]
+            out = np.empty((len(hidden), width), np.float32)
+            for b, start, end in zip(bins, starts, ends):
+                result = hidden[start:end] @ weight[b] + bias[b]
+                if linear:
+                    result = result[:, :width] + share[start:end] * (result[:, width:] - result[:, :width])
+                out[start:end] = result
             hidden = _elu(out) if index < last else out
-        return hidden
-
-    @staticmethod
-    def _grouped(hidden, weight, bias, lower, upper, share):
-        """Each character's layer at its bin(s), one matrix product per bin in use."""
-        out = np.zeros((hidden.shape[0], weight.shape[2]), np.float32)
-        for b in np.unique(lower if upper is None else np.concatenate([lower, upper])):
-            rows_low = np.flatnonzero(lower == b)
-            rows = rows_low if upper is None else np.union1d(rows_low, np.flatnonzero(upper == b))
-            result = hidden[rows] @ weight[b] + bias[b]
-            if upper is None:
-                out[rows] = result
-            else:
-                factor = np.where(lower[rows] == b, 1.0 - share[rows, 0], 0.0) + np.where(upper[rows] == b, share[rows, 0], 0.0)
-                out[rows] += factor[:, None].astype(np.float32) * result
-        return out
+        y = np.empty_like(hidden)
+        y[order] = hidden
+        return y
 
 
 class Network:

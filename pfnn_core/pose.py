@@ -180,7 +180,7 @@ def _pose_kernel(root_pos, root_yaw, rot6, predicted, previous_pos, previous_vel
     joints = parents.shape[0]
     world = np.empty((joints, 3))
     goal, rest = np.empty((max(fit_children.shape[1], 1), 3)), np.empty((max(fit_children.shape[1], 1), 3))
-    scratch = np.empty((2, 3, 3))
+    scratch = np.empty((3, 3, 3))
     for b in range(root_pos.shape[0]):
         yaw = mat3.yaw_matrix(root_yaw[b])
         root = mat3.load3(root_pos, b)
@@ -357,7 +357,7 @@ def _batched_forward_kinematics(rot, anchor_pos, offsets, parents, up_path, down
 @njit
 def _batched_fit(rot, world, offsets, fit_single, fit_multi, fit_children):
     goal, rest = np.empty((max(fit_children.shape[1], 1), 3)), np.empty((max(fit_children.shape[1], 1), 3))
-    scratch = np.empty((2, 3, 3))
+    scratch = np.empty((3, 3, 3))
     for b in range(rot.shape[0]):
         _fit_rotations(rot[b], world[b], offsets, fit_single, fit_multi, fit_children, goal, rest, scratch)
 

@@ -39,7 +39,7 @@ from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_mul, quat_normalize
 from pfnn_core.settings import RuntimeSettings
 from pfnn_core.history import History
 from pfnn_core.springs import (HALFLIFE_TO_RATE, SpringState, facing_from_yaw, network_trajectory,  # noqa: F401
-                               plan_trajectory,
+                               plan_trajectory, trajectory_features,
                                spring_angle_update, spring_velocity_update, trajectory_blend_weights)
 
 log = logging.getLogger(__name__)
@@ -178,21 +178,10 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
 def network_input(state: CharacterState, plan, root_yaw, network: Network) -> np.ndarray:
     """x [B, nx]: the trajectory (past samples from the history, now, the blended future) in the
     current root frame, seen through the speed warp, and the fed-back pose."""
-    batch = state.batch_size
-    rows = network.future_rows
-    samples = np.empty((batch, len(features.TRAJ_OFFSETS), 9))
-    past = len(network.past_back)
-    samples[:, :past] = state.trajectory.rows(network.past_back)
-    samples[:, past, 0:3], samples[:, past, 3:6] = state.root_pos, facing_from_yaw(root_yaw)
-    samples[:, past + 1:, 0:3], samples[:, past + 1:, 3:6] = plan.future_pos[:, rows], plan.future_dir[:, rows]
-    samples[:, past:, 6:9] = plan.gait[:, np.concatenate([[0], 1 + rows])]
-    samples[..., 0:3] -= state.root_pos[:, None]
-    local = features.inverse_rotate_xz(root_yaw[:, None, None], samples[..., [[0, 2], [3, 5]]])  # [B, T, 2, 2]
-    layout = network.x_layout
+    batch, layout = state.batch_size, network.x_layout
     x = np.empty((batch, layout.size))
-    x[:, layout.slice("traj_pos")] = (plan.warp[:, None, None] * local[:, :, 0]).reshape(batch, -1)
-    x[:, layout.slice("traj_dir")] = local[:, :, 1].reshape(batch, -1)
-    x[:, layout.slice("traj_gait")] = samples[..., 6:9].reshape(batch, -1)
+    trajectory_features(state.trajectory.rows(network.past_back), state.root_pos, root_yaw, plan, network.future_rows,
+                        layout, x)
     x[:, layout.slice("joint_pos")] = state.joint_pos.reshape(batch, -1)
     x[:, layout.slice("joint_vel")] = state.joint_vel.reshape(batch, -1)
     return x

@@ -207,3 +207,38 @@ def network_trajectory(future_pos, future_dir, root_pos, root_yaw, warp, fallbac
     _network_trajectory_kernel(np.ascontiguousarray(future_pos), np.ascontiguousarray(future_dir), root_pos, root_yaw,
                                warp, fallback_dir, out_pos, out_dir)
     return out_pos, out_dir
+
+
+@njit
+def _features_kernel(past, root_pos, root_yaw, future_pos, future_dir, gait, warp, future_rows, pos_start, dir_start,
+                     gait_start, x):
+    samples = past.shape[1] + 1 + future_rows.shape[0]
+    for b in range(root_pos.shape[0]):
+        yaw = mat3.yaw_matrix(root_yaw[b])
+        root = mat3.load3(root_pos, b)
+        for k in range(samples):
+            if k < past.shape[1]:
+                point, direction = (past[b, k, 0], past[b, k, 1], past[b, k, 2]), (past[b, k, 3], past[b, k, 4], past[b, k, 5])
+                g = (past[b, k, 6], past[b, k, 7], past[b, k, 8])
+            else:
+                g = (gait[b, 0, 0], gait[b, 0, 1], gait[b, 0, 2])
+                if k == past.shape[1]:
+                    point, direction = root, (yaw[2], 0.0, yaw[8])  # the root, facing its yaw
+                else:
+                    row = future_rows[k - past.shape[1] - 1]
+                    point, direction = mat3.load3(future_pos[b], row), mat3.load3(future_dir[b], row)
+                    g = (gait[b, 1 + row, 0], gait[b, 1 + row, 1], gait[b, 1 + row, 2])
+            local = mat3.mat_t_vec(yaw, mat3.sub(point, root))
+            facing = mat3.mat_t_vec(yaw, direction)
+            x[b, pos_start + 2 * k], x[b, pos_start + 2 * k + 1] = warp[b] * local[0], warp[b] * local[2]
+            x[b, dir_start + 2 * k], x[b, dir_start + 2 * k + 1] = facing[0], facing[2]
+            x[b, gait_start + 3 * k], x[b, gait_start + 3 * k + 1], x[b, gait_start + 3 * k + 2] = g[0], g[1], g[2]
+
+
+def trajectory_features(past, root_pos, root_yaw, plan: TrajectoryPlan, future_rows, layout, x) -> None:
+    """Write the trajectory part of the network input into x [B, nx]: the past samples `past`
+    [B, P, 9] (world position, facing, gait), the root now, and the planned future at `future_rows`,
+    positions and facings in the current root frame (x, z), positions seen through the speed warp."""
+    _features_kernel(np.ascontiguousarray(past), root_pos, root_yaw, plan.future_pos, plan.future_dir,
+                     np.ascontiguousarray(plan.gait), plan.warp, future_rows, layout.slice("traj_pos").start,
+                     layout.slice("traj_dir").start, layout.slice("traj_gait").start, x)

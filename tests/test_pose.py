@@ -44,7 +44,7 @@ def test_nearest_rotation_matches_kabsch_by_svd_on_nearly_planar_bones():
         goal = rest @ turn.T + rng.normal(scale=0.05, size=rest.shape)
         u, _, vt = np.linalg.svd(goal.T @ rest)
         u[:, 2] *= np.sign(np.linalg.det(u @ vt))
-        found = mat3.nearest_rotation(goal, rest, count, tuple(np.eye(3).ravel()), np.empty((2, 3, 3)))
+        found = mat3.nearest_rotation(goal, rest, count, tuple(np.eye(3).ravel()), np.empty((3, 3, 3)))
         worst = max(worst, np.abs(np.reshape(found, (3, 3)) - u @ vt).max())
     assert worst < 1e-7
 
