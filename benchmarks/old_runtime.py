@@ -5,7 +5,7 @@ Used by bench_runtime.py ('before' figures, and the check that the new tick repr
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import subprocess
 import sys
 import tempfile
@@ -26,6 +26,4 @@ def load(revision: str = BASELINE):
         text = text.replace("from pfnn_core.ik import", "from old_pfnn.ik import")
         (package / f"{name}.py").write_text(text)
     sys.path.insert(0, str(folder))
-    spec = importlib.util.spec_from_file_location("old_pfnn.runtime", package / "runtime.py")
-    importlib.import_module("old_pfnn")
     return importlib.import_module("old_pfnn.runtime")

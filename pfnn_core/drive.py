@@ -32,7 +32,8 @@ from pfnn_core.checkpoint import CheckpointError, load_checkpoint
 from pfnn_core.controller import Command, command_from_world_move
 from pfnn_core.features import SIM_FPS
 from pfnn_core.quat import quat_to_yaw
-from pfnn_core.runtime import Character, local_pose, resolve_device
+from pfnn_core.network import resolve_device
+from pfnn_core.runtime import Character, local_pose
 from pfnn_core.settings import RuntimeSettings
 from pfnn_core.threads import add_threads_argument, set_thread_counts
 

@@ -9,7 +9,7 @@ that were away from the model's defaults.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -101,7 +101,6 @@ class Fault:
     what: str
     settings_note: str
     count: int = 1  # the same fault in consecutive ticks is counted, not repeated
-    extra: dict = field(default_factory=dict)
 
     @property
     def message(self) -> str:

@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 # (e.g. the hips' x, z in their own root frame); the network is hypersensitive to them (z = error / 1e-3),
 # so they are held at their training value instead of being fed back.
 CONSTANT_FEATURE_STD = 1.001e-3
-from pfnn_core.settings import NETWORK_MODES  # noqa: E402,F401
 LINEAR_BINS = 16
 CONSTANT_BINS = 50
 

@@ -20,7 +20,7 @@ import numpy as np
 from pfnn_core import contacts as contacts_module
 from pfnn_core import ik, mat3
 from pfnn_core.mat3 import njit
-from pfnn_core.quat import quat_from_matrix, quat_inv, quat_mul, quat_to_matrix, vector_length
+from pfnn_core.quat import quat_inv, quat_mul, quat_to_matrix
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,8 +381,3 @@ def local_rotations(global_rot, parents) -> np.ndarray:
     local[..., has_parent, :] = quat_mul(quat_inv(global_rot[..., parents[has_parent], :]),
                                          global_rot[..., has_parent, :])
     return local
-
-
-def leg_lengths(plan: SkeletonPlan) -> np.ndarray:
-    """[2] hip-to-ankle bone lengths of the legs (thigh + shin)."""
-    return vector_length(plan.offsets[plan.legs[:, 1]]) + vector_length(plan.offsets[plan.legs[:, 2]])

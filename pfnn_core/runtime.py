@@ -26,21 +26,16 @@ from typing import Sequence
 import numpy as np
 
 from pfnn_core import features
-from pfnn_core.control import (DRIFT_CAPACITY, DriftErrors, advance_phase, advance_phase_by_network,  # noqa: F401
-                               advance_phase_by_speed, correct_drift, move_amount, root_motion, speed_warp,
-                               stand_amount)
+from pfnn_core.control import DriftErrors, advance_phase, root_motion
 from pfnn_core.controller import Command, CommandBatch, stand_command
 from pfnn_core.guards import Fault, TickFault, check_tick
 from pfnn_core.ik import FootLocks
-from pfnn_core.network import Network, resolve_device, timed  # noqa: F401
-from pfnn_core.pose import (anchor_joint, forward_kinematics_global, leg_chains, local_rotations,  # noqa: F401
-                            place_feet, pose_from_prediction)
+from pfnn_core.network import Network, timed
+from pfnn_core.pose import forward_kinematics_global, local_rotations, place_feet, pose_from_prediction
 from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_mul, quat_normalize, stack_last, wrap_angle
 from pfnn_core.settings import RuntimeSettings
 from pfnn_core.history import History
-from pfnn_core.springs import (HALFLIFE_TO_RATE, SpringState, facing_from_yaw, network_trajectory,  # noqa: F401
-                               plan_trajectory, trajectory_features,
-                               spring_angle_update, spring_velocity_update, trajectory_blend_weights)
+from pfnn_core.springs import SpringState, facing_from_yaw, network_trajectory, plan_trajectory, trajectory_features
 
 log = logging.getLogger(__name__)
 
