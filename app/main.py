@@ -48,6 +48,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
     parser.add_argument("--msaa", type=int, default=None,
                         help="multisampling (default: 4 on a GPU, 0 on software renderers such as llvmpipe)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads for BLAS and torch (default 1)")
     args = parser.parse_args(argv)
     # command-line paths are the shell's: resolved against the current folder now
     for name in ("bvh", "script", "screenshot", "video", "capture_dir"):
@@ -697,6 +698,9 @@ class Viewer:
         if messages:
             self.state.messages += messages
             messages.clear()
+        character = getattr(self.live_source, "character", None)  # runtime faults and clamped settings
+        if character is not None:
+            self.state.messages += character.take_messages()
 
     def _update_hud(self, frame) -> None:
         from app.playback import PlaybackSource
@@ -804,6 +808,13 @@ class Viewer:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from pfnn_core.threads import set_thread_counts
+
+    try:
+        set_thread_counts(args.threads)
+    except ValueError as error:
+        print(f"pfnn-viewer: {error}", file=sys.stderr)
+        return 2
     if args.headless or os.environ.get("PYGLET_HEADLESS", "").lower() in ("1", "true", "yes"):
         use_headless_gl()
     elif sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

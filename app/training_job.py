@@ -101,7 +101,8 @@ class TrainingJob:
         except ImportError:
             pass
         try:
-            self.result = self.work(self.updates.put, self.stop_event)
+            with _own_cuda_stream():
+                self.result = self.work(self.updates.put, self.stop_event)
         except StoppedEarly as stopped:
             self.updates.put({"event": "stopped_early", "stage": str(stopped)})
         except Exception as error:  # shown in the panel; the viewer keeps running
@@ -130,6 +131,20 @@ class TrainingJob:
     def join(self, timeout: float | None = None) -> None:
         if self.thread is not None:
             self.thread.join(timeout)
+
+
+def _own_cuda_stream():
+    """Training's kernels on a stream of their own, so the viewer's network step (on its own stream)
+    never queues behind them; a no-op without CUDA."""
+    import contextlib
+
+    try:
+        import torch
+    except ImportError:
+        return contextlib.nullcontext()
+    if not torch.cuda.is_available():
+        return contextlib.nullcontext()
+    return torch.cuda.stream(torch.cuda.Stream())
 
 
 def eta_seconds(elapsed: float, fraction_done: float) -> float | None:

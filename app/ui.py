@@ -247,10 +247,14 @@ def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool
         changed, index = imgui.combo(label, choices.index(value) if value in choices else 0, choices)
         value = choices[index]
     elif isinstance(value, int):
-        changed, value = imgui.slider_int(label, value, int(meta.get("min", 0)), int(meta.get("max", 100)))
+        low, high = settings.limits(field_.name)
+        changed, value = imgui.slider_int(label, value, int(low), int(high))
     else:
-        low, high = float(meta.get("min", 0.0)), float(meta.get("max", 1.0))
+        low, high = settings.limits(field_.name)  # the loaded model's range (e.g. beta around its trained value)
         changed, value = imgui.slider_float(label, float(value), low, high, "%.3g")
+        if field_.name == "beta":
+            imgui.same_line()
+            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{low:g}-{high:g}")
     _tooltip(meta.get("help", ""))
     if changed:
         setattr(settings, field_.name, value)

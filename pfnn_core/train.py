@@ -13,6 +13,7 @@ import argparse
 import hashlib
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ from torch.nn import functional
 from pfnn_core import bvh
 from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
 from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.threads import set_thread_counts
 
 # Never the shipped model: a training run with no --out must not overwrite assets/models/default.safetensors.
 DEFAULT_OUT = "runs/model.safetensors"
@@ -523,7 +525,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--patience", type=int)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--threads", type=int)
+    parser.add_argument("--threads", type=int, help="CPU threads for BLAS and torch (default: all cores)")
     parser.add_argument("--no-mirror", action="store_false", dest="mirror", default=None)
     parser.add_argument("--resume", metavar="CKPT", help="continue from a *.resume.safetensors checkpoint")
     return parser
@@ -553,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     try:
         config = _config_from_args(args)
+        config = replace(config, threads=set_thread_counts(config.threads or os.cpu_count() or 1))
         _check_data_paths(config.data)
         print(f"pfnn-train: loading {', '.join(config.data)}", file=sys.stderr)
         data = load_training_data(config)

@@ -31,6 +31,7 @@ MAX_SPEED_ERROR = 0.10              # fraction of the commanded speed
 MAX_HEADING_ERROR = math.radians(5.0)
 MAX_TURN_OVERSHOOT = math.radians(15.0)
 MAX_JERK_RATIO = 1.5                # x the mocap's, at the mocap's rate
+MIN_JERK_RATIO = 0.5
 MIN_CONTACT_F1 = 0.8
 MAX_PHASE_DRIFT = 0.15              # cycles after a 4 s rollout
 PHASE_ROLLOUT_S = 4.0
@@ -119,11 +120,14 @@ def body_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
     query = measures.pose_features(record.positions, record.dt, reference.names, reference.parents)[::step]
     distance, _ = reference.database.nearest(query)
     median, p95 = float(np.median(distance)), float(np.percentile(distance, 95))
+    # One target for both statistics: a frozen average pose can keep every frame equally (and not very)
+    # far from the mocap, so p95 alone would pass it.
+    realistic = at_most(median, MAX_REALISM_MEDIAN) and at_most(p95, MAX_REALISM_P95)
     rows += [
-        Row("realism: nearest mocap frame, median", subject, name, median, "m", f"<= {MAX_REALISM_MEDIAN:g} m",
-            at_most(median, MAX_REALISM_MEDIAN), reference.realism["median"], "mocap: leave-one-clip-out"),
-        Row("realism: nearest mocap frame, p95", subject, name, p95, "m", f"<= {MAX_REALISM_P95:g} m",
-            at_most(p95, MAX_REALISM_P95), reference.realism["p95"]),
+        Row("realism: nearest mocap frame, median", subject, name, median, "m",
+            f"<= {MAX_REALISM_MEDIAN:g} m, p95 <= {MAX_REALISM_P95:g} m", realistic, reference.realism["median"],
+            f"p95 {p95:.3f} m; mocap leave-one-clip-out p95 {reference.realism['p95']:.3f} m"),
+        Row("realism: nearest mocap frame, p95", subject, name, p95, "m", "", None, reference.realism["p95"]),
     ]
 
     return rows
@@ -191,9 +195,11 @@ def idle_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
 
 
 def stance_rows(record: DriveRecord, reference: MocapReference, stops=None) -> list[Row]:
-    """After each stop: the feet relative to the hips against the mocap's standing stance (1 s after the
-    release) and the time until both feet are planted and still. `stops`: (segment, seconds after its
-    start) pairs; default every stick release of the drive, judged STANCE_AFTER_S after it."""
+    """After each stop: the time until both feet are planted and still, and the feet relative to the
+    hips against the mocap's standing stance STANCE_AFTER_S after the release. One target holds both
+    (the issue's "settled within 1 s with each foot within 5 cm of the mocap's standing place"): a
+    statue already in the standing pose that slides along passes the stance alone. `stops`: (segment,
+    seconds after its start) pairs; default every stick release of the drive."""
     if reference.stance is None:
         return []
     drive, name, subject = record.drive, record.drive.name, record.subject
@@ -210,22 +216,17 @@ def stance_rows(record: DriveRecord, reference: MocapReference, stops=None) -> l
             error = measures.stance_error(feet[frame:frame + 1], record.positions[frame:frame + 1],
                                           reference.names, reference.parents, reference.stance)
             errors.append(float(error.max()))
-        if segment > 0:
-            start = int(round(starts[segment] / record.dt))
-            settles.append(measures.settle_time(feet, reference.floor, record.dt, start,
-                                                int(round(end_t / record.dt))))
-    rows = []
-    if errors:
-        worst = max(errors)
-        rows.append(Row("standing stance: feet vs the mocap's, 1 s after a stop", subject, name, 100 * worst, "cm",
-                        f"<= {100 * MAX_STANCE_ERROR:.0f} cm", at_most(worst, MAX_STANCE_ERROR),
-                        100 * reference.stance_spread,
-                        "largest contact-joint distance, worst stop; reference: the mocap's own spread"))
-    if settles:
-        worst = max(settles)
-        rows.append(Row("stop: time to both feet planted and still", subject, name, worst, "s",
-                        f"<= {MAX_SETTLE_S:.0f} s", at_most(worst, MAX_SETTLE_S), None, "worst stop"))
-    return rows
+        settles.append(measures.settle_time(feet, reference.floor, record.dt, int(round(starts[segment] / record.dt)),
+                                            int(round(end_t / record.dt))))
+    settle, stance = max(settles), max(errors) if errors else math.nan
+    settled = at_most(settle, MAX_SETTLE_S) and at_most(stance, MAX_STANCE_ERROR)
+    return [
+        Row("stop: feet planted, still and in the standing stance", subject, name, settle, "s",
+            f"<= {MAX_SETTLE_S:.0f} s, stance <= {100 * MAX_STANCE_ERROR:.0f} cm", settled, None,
+            f"worst stop; feet {100 * stance:.1f} cm from the mocap's standing places {STANCE_AFTER_S:g} s after it"),
+        Row("stop: feet vs the mocap's standing stance", subject, name, 100 * stance, "cm", "", None,
+            100 * reference.stance_spread, "largest contact-joint distance; reference: the mocap's own spread"),
+    ]
 
 
 def turn_rows(record: DriveRecord, segment: int) -> list[Row]:
@@ -238,9 +239,11 @@ def turn_rows(record: DriveRecord, segment: int) -> list[Row]:
     seconds = metrics.heading_response_time(record.t, heading, target, change, start_heading=start)
     overshoot = metrics.turn_overshoot(record.t, heading, target, change, start_heading=start)
     name, subject = record.drive.name, record.subject
+    turned = bool(np.isfinite(seconds))
     return [Row("turn 90 deg: time to 90% of the heading change", subject, name, seconds, "s"),
             Row("turn 90 deg: overshoot", subject, name, math.degrees(overshoot), "deg",
-                f"<= {math.degrees(MAX_TURN_OVERSHOOT):.0f} deg", at_most(overshoot, MAX_TURN_OVERSHOOT))]
+                f"<= {math.degrees(MAX_TURN_OVERSHOOT):.0f} deg", turned and at_most(overshoot, MAX_TURN_OVERSHOOT),
+                None, "" if turned else "never turned 90% of the way")]
 
 
 def facing_rows(record: DriveRecord, segment: int) -> list[Row]:
@@ -346,8 +349,9 @@ def suite_rows(records: list[DriveRecord], reference: MocapReference, subject: s
     return [
         Row("stable: finite, every joint within 2 m of the hips", subject, "suite", float(stable), "", "= 1", stable,
             None, f"{nonfinite} non-finite values; largest distance {extent:.2f} m"),
-        Row("joint jerk (mean)", subject, "suite", jerk, "m/s^3", f"<= {MAX_JERK_RATIO:g}x mocap",
-            at_most(jerk, MAX_JERK_RATIO * reference.jerk), reference.jerk, f"at {1 / reference.jerk_dt:.0f} Hz"),
+        Row("joint jerk (mean)", subject, "suite", jerk, "m/s^3", f"{MIN_JERK_RATIO:g}-{MAX_JERK_RATIO:g}x mocap",
+            at_least(jerk, MIN_JERK_RATIO * reference.jerk) and at_most(jerk, MAX_JERK_RATIO * reference.jerk),
+            reference.jerk, f"at {1 / reference.jerk_dt:.0f} Hz; far below the mocap is over-smoothed, lifeless motion"),
         Row("pose pops per minute", subject, "suite", pops, "/min", "<= mocap",
             at_most(pops, reference.pops_per_minute + 1e-9), reference.pops_per_minute,
             f"a joint > {100 * measures.POP_DISTANCE:.0f} cm off its 3-frame trend, at {1 / reference.jerk_dt:.0f} Hz "

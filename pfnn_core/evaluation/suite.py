@@ -83,14 +83,15 @@ def drive_suite(quick: bool = False, styles=()) -> list[ScriptedDrive]:
     most data first) adds a steady walk per style."""
     q = (lambda full, fast: fast) if quick else (lambda full, fast: full)
     stand, forward, right, left, back = (0, 0), (0, 1), (1, 0), (-1, 0), (0, -1)
+    diagonal = (0.7071, 0.7071)
     mixed = [_segment(5, forward), _segment(4, right), _segment(5, (-0.7, 0.7), run=True), _segment(3, stand),
              _segment(5, back, face=forward), _segment(4, left), _segment(4, (0, 0.5)),
              _segment(5, forward, run=True), _segment(5, forward), _segment(3, stand),
              _segment(6, (0.7, -0.7)), _segment(5, right, face=back), _segment(6, stand)]  # 60 s
     drives = [
         ScriptedDrive("idle", (_segment(q(12, 3), stand),), "zero command: drift, still feet, standing stance"),
-        ScriptedDrive("walk_start", (_segment(q(2, 0.5), stand), _segment(q(6, 2), forward)),
-                      "walk forward from standing: response and steady walking"),
+        ScriptedDrive("walk_start", (_segment(q(2, 0.5), stand), _segment(q(6, 2), (0.7071, 0.7071))),
+                      "walk from standing, 45 degrees to the right of the facing: response and steady walking"),
         ScriptedDrive("walk_turn", (_segment(q(5, 1.5), forward), _segment(q(6, 2), right)),
                       "walk along +Z, then a 90-degree turn to +X"),
         ScriptedDrive("run", (_segment(q(2, 0.5), stand), _segment(q(8, 2), forward, run=True)),
@@ -101,14 +102,14 @@ def drive_suite(quick: bool = False, styles=()) -> list[ScriptedDrive]:
         ScriptedDrive("stop_and_go", (_segment(q(3, 1.5), forward), _segment(q(3, 2), stand),
                                       _segment(q(3, 1.5), forward), _segment(q(3, 2), stand)),
                       "walk, stop, walk, stop"),
-        ScriptedDrive("side_steps", (_segment(q(1, 0.5), stand), _segment(q(4, 2), right, face=forward),
-                                     _segment(q(4, 2), left, face=forward), _segment(q(2, 1.5), stand)),
-                      "side-steps right then left, facing forward, then stop"),
-        ScriptedDrive("backpedal", (_segment(q(1, 0.5), stand), _segment(q(5, 2), back, face=forward),
+        ScriptedDrive("side_steps", (_segment(q(1, 0.5), stand), _segment(q(4, 2), (0.7071, -0.7071), face=diagonal),
+                                     _segment(q(4, 2), (-0.7071, 0.7071), face=diagonal), _segment(q(2, 1.5), stand)),
+                      "side-steps right then left, facing 45 degrees right of the start, then stop"),
+        ScriptedDrive("backpedal", (_segment(q(1, 0.5), stand), _segment(q(5, 2), (0.7071, -0.7071), face=(-0.7071, 0.7071)),
                                     _segment(q(2, 1.5), stand)),
-                      "walk backwards facing forward, then stop"),
-        ScriptedDrive("slow_walk", (_segment(q(6, 2), (0, 0.5)), _segment(q(4, 1.5), (0, 0.3))),
-                      "half-stick and 0.3-stick walks"),
+                      "walk backwards facing 45 degrees left of the start, then stop"),
+        ScriptedDrive("slow_walk", (_segment(q(6, 2), (-0.3536, 0.3536)), _segment(q(4, 1.5), (0.3, 0.0))),
+                      "a half-stick walk 45 degrees to the left, then a 0.3-stick walk to the right"),
     ]
     if not quick:
         drives.append(ScriptedDrive("long_mixed", tuple(mixed), "60 s of everything: stability"))
