@@ -20,6 +20,7 @@ class SceneFrame:
     phase: float = 0.0
     names: tuple | None = None  # joint names (styling); not interpolated
     joint_rot: np.ndarray | None = None  # [J, 4] world rotations (w, x, y, z)
+    offsets: np.ndarray | None = None  # [J, 3] the skeleton's bone offsets (parent frame, metres); not interpolated
     contact_joints: np.ndarray | None = None  # [C] joint indices of the contact labels
     contacts: np.ndarray | None = None  # [C] contact strength 0..1
     lock_target: np.ndarray | None = None  # [C, 3] pinned foot positions
@@ -91,12 +92,13 @@ def _yaw_dir(root_rot: np.ndarray) -> np.ndarray:
 
 
 def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: np.ndarray | None,
-                       names: tuple | None = None, pose_only: bool = False) -> SceneFrame:
+                       names: tuple | None = None, pose_only: bool = False,
+                       offsets: np.ndarray | None = None) -> SceneFrame:
     """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied). `pose_only`
-    leaves out the overlay data (crowd members other than the followed one)."""
+    leaves out the overlay data (crowd members other than the followed one); the pose (positions and
+    rotations, which the skinned bodies need) is always there."""
     overlay_fields = {"contacts", "lock_target", "lock_weight", "traj_past_pos", "traj_past_dir",
-                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir",
-                      "world_joint_rot"}
+                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir"}
 
     def pick(name):
         value = getattr(state, name, None)
@@ -112,6 +114,7 @@ def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: n
         phase=float(np.asarray(state.phase)[index]),
         names=names,
         joint_rot=pick("world_joint_rot"),
+        offsets=offsets,
         contact_joints=None if contact_joints is None else np.asarray(contact_joints),
         contacts=pick("contacts"),
         lock_target=pick("lock_target"),

@@ -85,6 +85,7 @@ class ViewerState:
                                                     "joint_axes": False})
     show_panel: bool = True
     show_help: bool = True
+    view_mode: str = "mesh"  # how characters are drawn: "mesh", "capsules" or "skeleton" (app.renderer.VIEW_MODES)
     open_sections: tuple = ("Model", "Overlays", "Stats")  # panel sections open at start
     source_label: str = ""
     model: ModelPanel = field(default_factory=ModelPanel)
