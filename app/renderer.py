@@ -42,10 +42,10 @@ class Palette:
     right: tuple = (0.94, 0.50, 0.40)
     centre: tuple = (0.90, 0.89, 0.86)
     joint_shade: float = 0.62
-    light_sky: tuple = (0.50, 0.56, 0.68)  # linear ambient from above
-    light_ground: tuple = (0.26, 0.24, 0.22)  # linear ambient from below
-    sun: tuple = (1.05, 1.00, 0.92)  # linear
-    sun_direction: tuple = (0.50, 0.80, -0.33)  # toward the sun (normalised where used)
+    light_sky: tuple = (0.42, 0.48, 0.60)  # linear ambient from above
+    light_ground: tuple = (0.22, 0.20, 0.18)  # linear ambient from below
+    sun: tuple = (1.25, 1.18, 1.06)  # linear
+    sun_direction: tuple = (0.60, 0.75, 0.22)  # toward the sun (normalised where used)
     shadow_ground: tuple = (0.56, 0.60, 0.70)  # the ground's colour is multiplied by this in full shadow
     skin: tuple = (0.87, 0.69, 0.57)
     shirts: tuple = ((0.30, 0.52, 0.78), (0.80, 0.36, 0.30), (0.36, 0.62, 0.40), (0.86, 0.70, 0.32),

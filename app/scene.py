@@ -34,25 +34,26 @@ class SceneFrame:
 
 
 def _lerp_array(a, b, alpha):
-    if a is None or b is None or np.shape(a) != np.shape(b):
+    # attribute access and plain ufuncs: this runs for every field of every character of a crowd, every frame
+    if a is None or b is None or a.shape != b.shape:
         return b
     return a + (b - a) * alpha
 
 
 def _lerp_dir(a, b, alpha):
     mixed = _lerp_array(a, b, alpha)
-    if mixed is None:
-        return None
-    norm = np.linalg.norm(mixed, axis=-1, keepdims=True)
+    if mixed is None or mixed is b:
+        return mixed
+    norm = np.sqrt(np.add.reduce(mixed * mixed, axis=-1, keepdims=True))
     return np.where(norm > 1e-6, mixed / np.maximum(norm, 1e-6), b)
 
 
 def _nlerp_quat(a, b, alpha):
-    if a is None or b is None or np.shape(a) != np.shape(b):
+    if a is None or b is None or a.shape != b.shape:
         return b
-    b = np.where(np.sum(a * b, axis=-1, keepdims=True) < 0, -b, b)
+    b = np.where(np.add.reduce(a * b, axis=-1, keepdims=True) < 0, -b, b)
     mixed = a + (b - a) * alpha
-    return mixed / np.linalg.norm(mixed, axis=-1, keepdims=True)
+    return mixed / np.sqrt(np.add.reduce(mixed * mixed, axis=-1, keepdims=True))
 
 
 def lerp_phase(a: float, b: float, alpha: float) -> float:

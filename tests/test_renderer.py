@@ -371,3 +371,34 @@ def test_a_crowd_is_drawn_in_full_with_one_instanced_draw_per_mesh_kind(gl, walk
     _draw(gl, frames, camera, "capsules")
     assert gl[0].last_draw["capsule_instances"] > 30 * len(frames)
     assert len([1 for name, _ in draws if name == "main"]) <= len(renderer_module.CAPSULE_TIER_MESHES)
+
+
+def test_a_skeleton_that_cannot_have_a_body_is_drawn_as_capsules_in_the_mesh_view(gl):
+    # a branching arm: no pelvis with a spine and two legs
+    positions = np.array([[0.0, 1.0, 0.0], [0.0, 1.3, 0.0], [0.3, 1.3, 0.0], [-0.3, 1.3, 0.0]])
+    frame = SceneFrame(joint_pos=positions, parents=np.array([-1, 0, 1, 1]), root_pos=np.zeros(3),
+                       root_dir=np.array([0.0, 0.0, 1.0]))
+    camera = _camera()
+    empty = _draw(gl, [], camera)
+    image = _draw(gl, [frame], camera, "mesh")
+    assert gl[0].last_draw["body_instances"] == 0 and gl[0].last_draw["capsule_instances"] == 2 + 3
+    changed = np.abs(image - empty).sum(axis=-1) > 24
+    for point in (positions[1], 0.5 * (positions[1] + positions[2])):  # a joint, a bone
+        x, y = _pixels(camera, [point])[0]
+        assert changed[int(y) - 2:int(y) + 3, int(x) - 2:int(x) + 3].mean() > 0.8
+
+
+def test_the_stand_in_character_with_positions_only_gets_a_skinned_body(gl):
+    from app.puppet import PuppetSource
+
+    puppet = PuppetSource()
+    frame = puppet.frames()[0]
+    assert frame.joint_rot is None
+    camera = _camera()
+    empty = _draw(gl, [], camera)
+    image = _draw(gl, [frame], camera, "mesh")
+    assert gl[0].last_draw["body_instances"] == 1
+    changed = np.abs(image - empty).sum(axis=-1) > 24
+    for joint in (5, 9, 13, 17, 21):  # head, hands, toes
+        x, y = _pixels(camera, [frame.joint_pos[joint]])[0]
+        assert changed[int(y) - 4:int(y) + 5, int(x) - 4:int(x) + 5].any()
