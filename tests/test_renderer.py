@@ -366,7 +366,7 @@ def test_a_crowd_is_drawn_in_full_with_one_instanced_draw_per_mesh_kind(gl, walk
     changed = np.abs(image - empty).sum(axis=-1) > 24
     for frame in frames:  # every character is there: pixels around its chest
         x, y = _pixels(camera, [frame.joint_pos[3]])[0]
-        assert changed[int(y) - 2:int(y) + 3, int(x) - 2:int(x) + 3].all()
+        assert changed[int(y) - 2:int(y) + 3, int(x) - 2:int(x) + 3].mean() > 0.8
     draws.clear()
     _draw(gl, frames, camera, "capsules")
     assert gl[0].last_draw["capsule_instances"] > 30 * len(frames)
