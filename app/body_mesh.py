@@ -616,7 +616,13 @@ def material_scores(points: np.ndarray, prims: Primitives, head: int, head_base:
     """[V, 4] scores of shirt, trousers, shoes and hair against skin: positive where that material's
     parts are nearer than the skin's (hair: above a hairline plane on the head). They vary smoothly over
     the surface, so the fragment shader's largest-score choice draws straight hems between vertices."""
-    distances = primitive_distances(points, prims)
+    # a part's distance grows with how far the point lies beyond the ends of its cone's axis: where two
+    # cones of a profile meet (a sleeve's hem, the waist) the scores then change sign linearly across
+    # the plane of the joint instead of hovering near zero (which draws a saw-tooth hem)
+    axis = prims.b - prims.a
+    length = np.maximum(np.linalg.norm(axis, axis=-1), 1e-9)
+    along = np.einsum("npk,pk->np", points[:, None, :] - prims.a[None], axis) / length ** 2
+    distances = primitive_distances(points, prims) + np.maximum(np.maximum(-along, along - 1.0), 0.0) * length
     far = 1.0
 
     def nearest(mask):
