@@ -445,6 +445,7 @@ class Renderer:
         self.programs = {name: load_program(ctx, shader_dir / f"{file}.glsl", defines)
                          for name, (file, defines) in variants.items()}
         self._skeletons: list[_SkeletonEntry] = []
+        self._entry_by_arrays: dict = {}
         self._bodies: dict[str, BodyModel] = {}  # by skeleton key: the in-memory cache
         self.light_direction = np.asarray(palette.sun_direction, np.float64) / np.linalg.norm(palette.sun_direction)
         self._init_static_uniforms()
@@ -534,18 +535,22 @@ class Renderer:
 
     # ---- skeletons and bodies --------------------------------------------------------------------
     def _entry_for(self, frame: SceneFrame) -> _SkeletonEntry:
-        for entry in self._skeletons:
-            if entry.parents is frame.parents and entry.offsets is frame.offsets and entry.names == frame.names:
-                return entry
-        for entry in self._skeletons:  # the same skeleton held in other arrays
-            if (np.array_equal(entry.parents, frame.parents) and entry.names == frame.names
-                    and (entry.offsets is None) == (frame.offsets is None)
-                    and (frame.offsets is None or np.allclose(entry.offsets, frame.offsets, atol=1e-6))):
-                return entry
-        entry = _SkeletonEntry(frame.parents, frame.offsets, frame.names,
-                               skeleton_style(frame.parents, frame.names, self.palette),
-                               skeleton_style(frame.parents, frame.names, self.palette, sticks=True))
-        self._skeletons.append(entry)
+        """The skeleton's entry: found by the identity of the frame's arrays (sources hand the same
+        arrays to every frame), else by their values, else made."""
+        key = (id(frame.parents), id(frame.offsets), frame.names)
+        known = self._entry_by_arrays.get(key)
+        if known is not None and known[0] is frame.parents and known[1] is frame.offsets:
+            return known[2]
+        entry = next((entry for entry in self._skeletons
+                      if np.array_equal(entry.parents, frame.parents) and entry.names == frame.names
+                      and (entry.offsets is None) == (frame.offsets is None)
+                      and (frame.offsets is None or np.allclose(entry.offsets, frame.offsets, atol=1e-6))), None)
+        if entry is None:
+            entry = _SkeletonEntry(frame.parents, frame.offsets, frame.names,
+                                   skeleton_style(frame.parents, frame.names, self.palette),
+                                   skeleton_style(frame.parents, frame.names, self.palette, sticks=True))
+            self._skeletons.append(entry)
+        self._entry_by_arrays[key] = (frame.parents, frame.offsets, entry)  # holds the arrays: ids stay theirs
         return entry
 
     def style_for(self, frame: SceneFrame) -> SkeletonStyle:
@@ -619,7 +624,8 @@ class Renderer:
         texel = 2.0 / map_size / abs(light_clip[0, 0])  # metres
         for name in ("body", "mesh", "footprint", "footprint_hard"):
             program = self.programs[name]
-            program["m_light"].write(texture_matrix)
+            if "m_light" in program:
+                program["m_light"].write(texture_matrix)
             values = {"u_shadow_texel": (1.0 / map_size, 1.0 / map_size), "u_normal_offset": 1.5 * texel,
                       "u_shadow_bias": 0.0015}
             for uniform, value in values.items():
