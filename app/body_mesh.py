@@ -90,7 +90,6 @@ class BodyLayout:
     neck: list  # joints from the chest's child up to the head (the last one)
     arms: list  # [Limb]
     legs: list  # [Limb]
-    height: float  # rough standing height of the reference, metres
     scale: float  # body size relative to the proportions the radii below are written for
 
 
@@ -169,8 +168,7 @@ def body_layout(rig: Rig) -> BodyLayout:
     leg_lengths = [sum(np.linalg.norm(positions[l.joints[l.upper + k + 1]] - positions[l.joints[l.upper + k]])
                        for k in range(2)) for l in legs]
     scale = float(np.mean(leg_lengths)) / 0.80  # the bundled skeleton's hip-to-ankle length
-    height = float(positions[neck[-1], 1] - min(positions[l.joints[-1], 1] for l in legs)) + 0.24 * scale
-    return BodyLayout(pelvis, spine, neck, arms, legs, height, scale)
+    return BodyLayout(pelvis, spine, neck, arms, legs, scale)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -654,7 +652,8 @@ def decimate(vertices, triangles, count) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_body(rig: Rig, voxel: float | None = None, lod_triangles=LOD_TRIANGLES) -> BodyModel:
-    """The body model of a rig: bind pose, surface, levels of detail with normals, weights and colours."""
+    """The body model of a rig: bind pose, surface, levels of detail with normals, weights and material
+    scores."""
     layout = body_layout(rig)
     bind_rot, bind_pos = bind_pose(rig, layout)
     prims = body_primitives(rig, layout, bind_pos)

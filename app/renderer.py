@@ -576,8 +576,8 @@ class Renderer:
             if not entry.positions_only:
                 rig = Rig(rig.parents, rig.offsets, model.bind_rot, model.bind_pos, rig.facing)
             entry.rig, entry.body = rig, _BodyBuffers(self.ctx, self.programs, model)
-        except ValueError as error:
-            entry.body_error = str(error)
+        except Exception as error:  # any skeleton the generator cannot dress: keep drawing it as capsules
+            entry.body_error = f"{type(error).__name__}: {error}"
         return entry.body
 
     def _groups(self, frames: list[SceneFrame], indices: list[int], tiers: np.ndarray) -> list[_Group]:
@@ -594,15 +594,13 @@ class Renderer:
         """[B, J * 3, 4] rows of the bind-to-pose matrices of the group's characters."""
         positions = np.stack([frame.joint_pos for frame in group.frames])
         entry = group.entry
-        if entry.positions_only or any(frame.joint_rot is None for frame in group.frames):
+        if entry.positions_only:
             if entry.rotation_fit is None:
                 from pfnn_core.runtime import rotation_fit
 
                 parents = np.asarray(entry.rig.parents)
                 entry.rotation_fit = rotation_fit(parents, int(np.flatnonzero(parents < 0)[0]))
-            rig = entry.rig if entry.positions_only else rig_from_positions(entry.parents, positions[0],
-                                                                            group.frames[0].root_dir)
-            rotations = rotations_from_positions(rig, positions, entry.rotation_fit)
+            rotations = rotations_from_positions(entry.rig, positions, entry.rotation_fit)
         else:
             rotations = np.stack([frame.joint_rot for frame in group.frames])
         matrices = skinning_matrices(rotations, positions, model.bind_rot, model.bind_pos)
@@ -760,6 +758,8 @@ class Renderer:
             for tier in group_tiers:
                 draw["tiers"][tier] += 1
             body = self.body_for(group.entry, group.frames[0]) if view_mode == "mesh" else None
+            if body is not None and not group.entry.positions_only and any(f.joint_rot is None for f in group.frames):
+                body = None  # a body made from rotations cannot follow a frame without them: capsules this time
             if body is None:
                 style = group.entry.sticks if view_mode == "skeleton" else group.entry.capsules
                 poses = np.stack([frame.joint_pos for frame in group.frames]).astype(np.float32)
