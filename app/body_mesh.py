@@ -58,7 +58,7 @@ class Rig:
     def key(self) -> str:
         """Hash of the skeleton (topology and bone offsets to 0.1 mm), not of the reference pose."""
         digest = hashlib.sha1()
-        digest.update(f"body-mesh-v{BODY_MESH_VERSION}".encode())
+        digest.update(f"body-mesh-v{BODY_MESH_VERSION}-{LOD_TRIANGLES}".encode())
         digest.update(np.asarray(self.parents, np.int64).tobytes())
         offsets = np.round(np.asarray(self.offsets, np.float64) * 1e4).astype(np.int64)
         offsets[np.asarray(self.parents) < 0] = 0  # a root's offset is where it starts, not a bone
@@ -543,7 +543,7 @@ class BodyModel:
     lods: list = field(default_factory=list)  # [BodyMesh], most detailed first
 
 
-LOD_TRIANGLES = (12000, 2400, 700)  # followed character; crowd; crowd shadows
+LOD_TRIANGLES = (12000, 1800, 600)  # followed character; crowd; far crowd and shadows
 
 
 def marching_cubes_surface(prims: Primitives, voxel: float, blend: float) -> tuple[np.ndarray, np.ndarray]:
