@@ -108,8 +108,8 @@ class LiveSource:
     def frames(self) -> list[SceneFrame]:
         network, state = self.character.network, self.character.state
         contact_joints, names = np.asarray(network.contact_joints), tuple(network.names)
-        return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0)
-                for b in range(state.batch_size)]
+        return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0,
+                                   offsets=network.offsets) for b in range(state.batch_size)]
 
 
 def apply_gait_speeds(settings, meta) -> None:

@@ -46,6 +46,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--height", type=int, default=720)
     parser.add_argument("--crowd", type=int, default=1, help="number of characters (network model only)")
     parser.add_argument("--no-panel", action="store_true", help="start with the panel hidden")
+    parser.add_argument("--view", choices=("mesh", "capsules", "skeleton"), default="mesh",
+                        help="how characters are drawn: skinned body, capsules or thin skeleton")
     parser.add_argument("--msaa", type=int, default=None,
                         help="multisampling (default: 4 on a GPU, 0 on software renderers such as llvmpipe)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for BLAS and torch (default 1)")
@@ -729,7 +731,7 @@ class Viewer:
             scale, margin = size[0] / width, 12 + 8
             covered = tuple(round(scale * value) for value in (
                 width - PANEL_WIDTH - 12 + 8, margin, PANEL_WIDTH - 16, self.window.get_size()[1] - 2 * margin))
-        self.renderer.render(frames, overlays, self.camera, size, covered=covered)
+        self.renderer.render(frames, overlays, self.camera, size, covered=covered, view_mode=self.state.view_mode)
 
     def render_ui(self, real_dt: float) -> None:
         from imgui_bundle import imgui, implot
@@ -835,6 +837,7 @@ def main(argv=None) -> int:
                     visible=not args.headless, vsync=not args.headless, show_panel=not args.no_panel,
                     msaa=args.msaa, capture_dir=args.capture_dir)
     viewer.script = script
+    viewer.state.view_mode = args.view
     if args.headless:
         return run_headless(viewer, args)
     if args.video:

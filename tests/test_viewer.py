@@ -348,10 +348,15 @@ def test_the_window_shows_the_ground_and_the_character_where_its_joints_project(
     for x, y in pixels[1:]:  # every drawn joint has character pixels within a few pixels of it
         x, y = int(x), int(y)
         assert changed[max(y - 4, 0):y + 5, max(x - 4, 0):x + 5].any()
+    # and nothing is drawn far from the skeleton and its shadow (the joints cast along the sun onto the ground)
+    light = live.renderer.light_direction
+    shadow = frame.joint_pos - light * (frame.joint_pos[:, 1:2] / light[1])
+    view_proj = live.camera.projection(WIDTH / HEIGHT) @ live.camera.view()
+    pixels = np.concatenate([pixels, project_points(shadow, view_proj, WIDTH, HEIGHT)])
     low, high = pixels.min(axis=0) - 30, pixels.max(axis=0) + 30
     ys, xs = np.nonzero(changed)
     near = (xs >= low[0]) & (xs <= high[0]) & (ys >= low[1]) & (ys <= high[1])
-    assert near.mean() > 0.97  # and nothing is drawn far from the skeleton
+    assert near.mean() > 0.97
 
 
 def test_toggling_the_trajectory_overlay_changes_the_image_around_the_trajectory(live):
