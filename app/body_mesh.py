@@ -749,19 +749,25 @@ def skin_vertices(mesh: BodyMesh, matrices: np.ndarray) -> tuple[np.ndarray, np.
 
 
 
+def rotation_plan(rig: Rig):
+    """What fitting rotations to a positions-only rig needs (`pfnn_core.pose.skeleton_plan` without names)."""
+    from pfnn_core.pose import skeleton_plan
+
+    parents = np.asarray(rig.parents)
+    return skeleton_plan(None, parents, rig.offsets, anchor=int(np.flatnonzero(parents < 0)[0]))
+
+
 def rotations_from_positions(rig: Rig, positions: np.ndarray, fit=None) -> np.ndarray:
     """World rotation matrices [..., J, 3, 3] for a source that has joint positions only (a rig from
     `rig_from_positions`): each bone swung from its reference direction onto its current one, a joint
     with several children turned to fit all of them, leaves turned with their parents. `fit`:
-    `pfnn_core.runtime.rotation_fit(parents, root)`, precomputed by callers that run every frame."""
-    from pfnn_core.runtime import fit_rotations_to_positions, rotation_fit
+    `rotation_plan(rig)`, made once by callers that run every frame."""
+    from pfnn_core.pose import fit_rotations_to_positions
 
     parents = np.asarray(rig.parents)
     positions = np.asarray(positions, np.float64)
-    if fit is None:
-        fit = rotation_fit(parents, int(np.flatnonzero(parents < 0)[0]))
     identity = np.broadcast_to(np.eye(3), positions.shape[:-1] + (3, 3))
-    matrices = fit_rotations_to_positions(identity, positions, rig.offsets, fit)
+    matrices = fit_rotations_to_positions(identity, positions, fit if fit is not None else rotation_plan(rig))
     has_children = np.zeros(len(parents), bool)
     has_children[parents[parents >= 0]] = True
     for joint in _topological_order(parents):

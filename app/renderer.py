@@ -20,7 +20,7 @@ from pathlib import Path
 import moderngl
 import numpy as np
 
-from app.body_mesh import (BodyModel, Rig, load_or_build_body, rig_from_positions, rotations_from_positions,
+from app.body_mesh import (BodyModel, Rig, load_or_build_body, rig_from_positions, rotation_plan, rotations_from_positions,
                            skinning_matrices)
 from app.camera import OrbitCamera, gl_bytes
 from app.overlays import OverlayGeometry
@@ -596,10 +596,7 @@ class Renderer:
         entry = group.entry
         if entry.positions_only:
             if entry.rotation_fit is None:
-                from pfnn_core.runtime import rotation_fit
-
-                parents = np.asarray(entry.rig.parents)
-                entry.rotation_fit = rotation_fit(parents, int(np.flatnonzero(parents < 0)[0]))
+                entry.rotation_fit = rotation_plan(entry.rig)
             rotations = rotations_from_positions(entry.rig, positions, entry.rotation_fit)
         else:
             rotations = np.stack([frame.joint_rot for frame in group.frames])

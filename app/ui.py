@@ -19,6 +19,7 @@ from app.camera import CAMERA_MODES
 from app.file_browser import BrowserState, RecentFolders, browser_window
 from app.editor_panel import EditorPanel, editor_section
 from app.overlays import phase_dial_outline
+from app.renderer import VIEW_MODES
 from app.path_fields import apply_choice, path_field, remember_rect
 from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
 from pfnn_core.settings import RuntimeSettings, tunable_fields
@@ -33,7 +34,6 @@ PANEL_WIDTH = 430
 OVERLAY_TOGGLES = (("trajectory", "Trajectory", "toggle_trajectory"), ("contacts", "Foot contacts", "toggle_contacts"),
                    ("phase", "Phase dial", "toggle_phase"), ("joint_axes", "Joint axes", "toggle_joint_axes"))
 PHASE_FUNCTIONS = ("cubic", "rbf")
-VIEW_MODES = ("mesh", "capsules", "skeleton")
 
 
 @dataclass

@@ -71,8 +71,10 @@ class SkeletonPlan:
         return len(self.parents)
 
 
-def skeleton_plan(names: Sequence[str], parents, offsets, anchor: int | None = None,
+def skeleton_plan(names: Sequence[str] | None, parents, offsets, anchor: int | None = None,
                   contact_joints: Sequence[int] | None = None) -> SkeletonPlan:
+    """The per-skeleton constants of the pose stage. Without `names` (a rig known by its positions
+    only) there are no contact joints and no legs: only the rotation fit and forward kinematics work."""
     parents = np.asarray(parents, dtype=np.int64)
     offsets = np.ascontiguousarray(offsets, dtype=np.float64)
     anchor = anchor_joint(parents) if anchor is None else int(anchor)
@@ -84,7 +86,8 @@ def skeleton_plan(names: Sequence[str], parents, offsets, anchor: int | None = N
     multi = [(j, c) for j, c in children.items() if len(c) > 1]
     width = max([len(c) for _, c in multi], default=1)
     if contact_joints is None:
-        contact_joints = contacts_module.contact_joint_order(contacts_module.foot_joints(list(names), parents))
+        contact_joints = ([] if names is None else
+                          contacts_module.contact_joint_order(contacts_module.foot_joints(list(names), parents)))
     body = np.zeros(len(parents), dtype=bool)
     reach = np.zeros(len(parents))  # bone length summed from the anchor (parents come first)
     body[anchor] = True
@@ -98,7 +101,8 @@ def skeleton_plan(names: Sequence[str], parents, offsets, anchor: int | None = N
         fit_multi=np.array([j for j, _ in multi], dtype=np.int64),
         fit_children=np.array([c + [-1] * (width - len(c)) for _, c in multi], dtype=np.int64).reshape(-1, width),
         contact_joints=np.array(contact_joints, dtype=np.int64),
-        legs=np.array(ik.leg_chains(names, parents), dtype=np.int64), body=body, extent=float(reach.max()))
+        legs=np.array(ik.leg_chains(names, parents) if names is not None else [], dtype=np.int64).reshape(-1, 4),
+        body=body, extent=float(reach.max()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,10 +365,3 @@ def fit_rotations_to_positions(global_mat, positions, plan: SkeletonPlan) -> np.
     return rot.reshape(global_mat.shape)
 
 
-def local_rotations(global_rot, parents) -> np.ndarray:
-    parents = np.asarray(parents)
-    local = np.array(global_rot, dtype=float, copy=True)
-    has_parent = parents >= 0
-    local[..., has_parent, :] = quat_mul(quat_inv(global_rot[..., parents[has_parent], :]),
-                                         global_rot[..., has_parent, :])
-    return local

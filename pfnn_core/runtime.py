@@ -31,7 +31,8 @@ from pfnn_core.controller import Command, CommandBatch, stand_command
 from pfnn_core.guards import Fault, TickFault, check_tick
 from pfnn_core.ik import FootLocks
 from pfnn_core.network import Network, timed
-from pfnn_core.pose import forward_kinematics_global, local_rotations, place_feet, pose_from_prediction
+from pfnn_core.kinematics import local_rotations
+from pfnn_core.pose import forward_kinematics_global, place_feet, pose_from_prediction
 from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_mul, quat_normalize, stack_last, wrap_angle
 from pfnn_core.settings import RuntimeSettings
 from pfnn_core.history import History

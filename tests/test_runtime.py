@@ -279,11 +279,12 @@ def test_style_weights_are_carried_per_character(walk_motion, random_checkpoint,
         for layer in model.layers:
             layer.weight.normal_(0.0, 0.2)
     path = save_checkpoint(tmp_path / "styles.safetensors", model, base.layout, base.norm,
-                           {**base.meta, "styles": ["normal", "elderly"]})
+                           {**base.meta, "styles": {"names": ["elderly", "normal"], "stats": {}}})
     character = Character(load_checkpoint(path), batch=2)
-    np.testing.assert_array_equal(character.state.style, [[1.0, 0.0], [1.0, 0.0]])  # the first style by default
+    np.testing.assert_array_equal(character.state.style, [[0.0, 1.0], [0.0, 1.0]])  # "normal" by default
     character.set_style("elderly")
-    np.testing.assert_array_equal(character.state.style, [[0.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(character.state.style, [[1.0, 0.0], [1.0, 0.0]])
+    assert character.style_name() == "elderly"
     character.set_style([[1.0, 0.0], [0.25, 0.75]])
     state = drive(character, stand_command(), 5)
     np.testing.assert_array_equal(state.style, [[1.0, 0.0], [0.25, 0.75]])
