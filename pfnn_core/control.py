@@ -23,6 +23,7 @@ vectorize = numba.vectorize(["float64(float64, float64)"], cache=True)
 
 DRIFT_CAPACITY = 600  # most drift-correction ticks remembered (the settings' maximum window)
 MIN_STRIDE_LENGTH = 0.05  # m; guards the speed / stride division
+START_SHAPE = 0.5  # a start leans on the command by (share of the last second stood) ** this
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,14 +89,19 @@ def speed_warp(command_speed, slow_walk_speed, max_warp):
     return min(max(slow_walk_speed / max(command_speed, 1e-9), 1.0), max(max_warp, 1.0))
 
 
+def advance_phase_by_stride(phase, speed, stride_length, dt: float) -> np.ndarray:
+    """dphase = speed / stride_length * dt (one cycle = two steps); stops at zero speed."""
+    length = np.maximum(np.asarray(stride_length, dtype=float), MIN_STRIDE_LENGTH)
+    return (np.asarray(phase) + np.asarray(speed, dtype=float) / length * dt) % 1.0
+
+
 def advance_phase_by_speed(phase, speed, stride: dict, dt: float, stride_speed=None) -> np.ndarray:
-    """dphase = speed / stride_length(stride_speed) * dt (one cycle = two steps); stops at zero speed.
-    `stride_speed` (default `speed`): the speed whose stride the network is stepping with (see
-    `speed_warp`: a slow walk is the network's slowest walk played slower, strides unchanged)."""
+    """`advance_phase_by_stride` with the stride of a `phase.stride_statistics` dict at `stride_speed`
+    (default `speed`): the speed whose stride the network is stepping with (see `speed_warp`: a slow
+    walk is the network's slowest walk played slower, strides unchanged)."""
     speed = np.asarray(speed, dtype=float)
     stride_speed = speed if stride_speed is None else np.asarray(stride_speed, dtype=float)
-    length = np.maximum(stride_length_at(stride, stride_speed), MIN_STRIDE_LENGTH)
-    return (np.asarray(phase) + speed / length * dt) % 1.0
+    return advance_phase_by_stride(phase, speed, stride_length_at(stride, stride_speed), dt)
 
 
 def advance_phase_by_network(phase, dphase_per_frame, scale, dt: float, sim_fps: float) -> np.ndarray:
@@ -122,9 +128,22 @@ class RootMotion:
 
 @njit
 def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, command_velocity, command_yaw,
-                   command_speed, warp, sums_now, sums_back, window, from_command, stand_speed, dt, first_future_time,
-                   out_sums, out_velocity, out_yaw_rate, out_position, out_yaw, out_stand, out_moving, out_speed):
+                   command_speed, warp, sums_now, sums_back, window, released, strafe, stood, base_from_command,
+                   strafe_share, released_from_command, stand_speed, dt, first_future_time, out_sums, out_velocity,
+                   out_yaw_rate, out_position, out_yaw, out_stand, out_moving, out_speed):
     for b in range(root_pos.shape[0]):
+        stood_share = 0.0
+        for k in range(stood.shape[1]):
+            stood_share += stood[b, k]
+        stood_share = min(max(stood_share / max(stood.shape[1], 1), 0.0), 1.0)
+        from_command = base_from_command
+        speed_share = 1.0
+        if strafe[b]:
+            speed_share = strafe_share
+        else:
+            from_command += (1.0 - base_from_command) * stood_share ** START_SHAPE
+        if released[b] and released_from_command:
+            from_command = 1.0
         yaw = root_yaw[b]
         local = (predicted_vel_local[b, 0], 0.0, predicted_vel_local[b, 1])
         world = mat3.scale(mat3.mat_vec(mat3.yaw_matrix(yaw), local), 1.0 / warp[b])
@@ -132,11 +151,18 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
         commanded = (command_velocity[b, 0], command_velocity[b, 1], wrap_angle(command_yaw[b] - yaw) / first_future_time)
         stand = stand_amount(command_speed[b], stand_speed)
         moving = move_amount(stand)
-        applied = np.empty(3)
+        mean = np.empty(3)
         for k in range(3):
             out_sums[b, k] = sums_now[b, k] + (predicted[k] - commanded[k])
-            mean = (out_sums[b, k] - sums_back[b, k]) / window if window > 0 else 0.0
-            corrected = predicted[k] - mean
+            mean[k] = (out_sums[b, k] - sums_back[b, k]) / window if window > 0 else 0.0
+        speed = math.sqrt(commanded[0] * commanded[0] + commanded[1] * commanded[1])
+        if speed > 1e-6:  # of the error along the commanded direction (speed) only `speed_share` is removed
+            along = (mean[0] * commanded[0] + mean[1] * commanded[1]) / speed
+            kept = (1.0 - speed_share) * along / speed
+            mean[0], mean[1] = mean[0] - kept * commanded[0], mean[1] - kept * commanded[1]
+        applied = np.empty(3)
+        for k in range(3):
+            corrected = predicted[k] - mean[k]
             applied[k] = (corrected + from_command * (commanded[k] - corrected)) * moving
         out_velocity[b, 0], out_velocity[b, 1], out_yaw_rate[b] = applied[0], applied[1], applied[2]
         out_position[b, 0] = root_pos[b, 0] + applied[0] * dt
@@ -149,27 +175,42 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
 
 
 def root_motion(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, command_velocity, command_yaw,
-                command_speed, warp, drift: DriftErrors, settings, dt: float, first_future_time: float) -> RootMotion:
+                command_speed, warp, drift: DriftErrors, settings, dt: float, first_future_time: float,
+                released=None, strafe=None, stood=None) -> RootMotion:
     """The root's motion for the next tick: the network's predicted velocity (root frame [B, 2], divided
     by the speed warp) and yaw rate [B], minus the moving-average error to the command (drift
-    correction), blended toward the command by `root_motion_from_command`, scaled by the stand amount."""
+    correction; while strafing (`strafe` [B] bool) of the error along the commanded direction only
+    `strafe_speed_correction`: side-steps and backward walks come from seconds of mocap per style, the
+    network's legs step them at its own speed, and a root pushed faster or slower than its legs slides
+    the planted feet), blended toward the command by `root_motion_from_command`, scaled by the stand
+    amount. Starting (not strafing), the blend leans toward the command by how much of the last second
+    the character stood (`stood` [B, N]: the stand label of its last N trajectory samples): the data
+    has no starts, and the network alone takes about a second to reach a walk.
+    Characters `released` [B] bool (the stick let go, with settling steps on) follow the command alone:
+    the data has no stops, and the command spring's resting place is where the settling steps go."""
     batch = root_pos.shape[0]
+    released = np.zeros(batch, dtype=bool) if released is None else released
+    strafe = np.zeros(batch, dtype=bool) if strafe is None else strafe
+    stood = np.zeros((batch, 0)) if stood is None or not settings.start_from_command else stood
     window = min(int(settings.drift_window), drift.count + 1, DRIFT_CAPACITY)
     out_sums, velocity, position, speed = np.empty((batch, 3)), np.empty((batch, 2)), np.empty((batch, 3)), np.empty((batch, 2))
     yaw_rate, yaw, stand, moving = np.empty(batch), np.empty(batch), np.empty(batch), np.empty(batch)
     _motion_kernel(root_pos, root_yaw, np.ascontiguousarray(predicted_vel_local), np.ascontiguousarray(predicted_yaw_rate),
                    command_velocity, command_yaw, command_speed, warp, drift.sums.rows(0),
-                   drift.sums.rows(max(window - 1, 0)), window, float(settings.root_motion_from_command),
-                   float(settings.stand_speed), float(dt), float(first_future_time), out_sums, velocity, yaw_rate,
+                   drift.sums.rows(max(window - 1, 0)), window, released, strafe, stood,
+                   float(settings.root_motion_from_command), float(settings.strafe_speed_correction),
+                   bool(settings.settle_steps), float(settings.stand_speed), float(dt), float(first_future_time), out_sums, velocity, yaw_rate,
                    position, yaw, stand, moving, speed)
     return RootMotion(velocity, yaw_rate, position, yaw, stand, moving, speed,
                       DriftErrors(drift.sums.append(out_sums), drift.count + 1))
 
 
-def advance_phase(phase, motion: RootMotion, network_dphase, warp, settings, dt: float, stride: dict,
+def advance_phase(phase, motion: RootMotion, network_dphase, warp, settings, dt: float, stride_length,
                   sim_fps: float) -> np.ndarray:
-    """Speed-based phase (stops when still) or the network's own dphase, per `settings.phase_mode`."""
+    """Speed-based phase (stops when still) or the network's own dphase, per `settings.phase_mode`.
+    `stride_length(speed) -> [B]`: the characters' stride lengths at the speeds the network steps at
+    (the warped speed: a slow walk keeps the strides of the walk it is shown)."""
     if settings.phase_mode == "network":
         return advance_phase_by_network(phase, network_dphase, 0.9 * motion.moving + 0.1, dt, sim_fps)
     root_speed = motion.speed[:, 0]
-    return advance_phase_by_speed(phase, root_speed, stride, dt, warp * root_speed)
+    return advance_phase_by_stride(phase, root_speed, stride_length(warp * root_speed), dt)

@@ -86,22 +86,38 @@ def stick_from_keys(up: bool, down: bool, left: bool, right: bool) -> np.ndarray
     return clamp_stick(stick)
 
 
+def full_stick_speed(move_xz, facing_xz, run: bool, settings: RuntimeSettings) -> float:
+    """Speed (m/s) of a full stick: the run speed when running; walking, the walk speed, or while
+    strafing (a kept facing) the speed interpolated by the angle between the move and the facing:
+    walk (0 deg) -> side-step (90 deg) -> backward walk (180 deg)."""
+    if run:
+        return float(settings.run_speed)
+    if facing_xz is None:
+        return float(settings.walk_speed)
+    length = float(np.linalg.norm(move_xz))
+    cosine = float(np.dot(move_xz, facing_xz)) / length if length > 1e-9 else 1.0
+    share = float(np.arccos(np.clip(cosine, -1.0, 1.0))) / (0.5 * np.pi)  # 0 forward, 1 sideways, 2 backwards
+    if share <= 1.0:
+        return float(settings.walk_speed + share * (settings.side_step_speed - settings.walk_speed))
+    return float(settings.side_step_speed + (share - 1.0) * (settings.walk_back_speed - settings.side_step_speed))
+
+
 def command_from_world_move(move_xz, run: bool, settings: RuntimeSettings, facing=None,
                             stick=None) -> Command:
-    """A move vector already in world (x, z) (length <= 1, 1 = full walk/run speed) -> Command."""
+    """A move vector already in world (x, z) (length <= 1, 1 = full speed: `full_stick_speed`) -> Command."""
     move = clamp_stick(move_xz)
     length = float(np.linalg.norm(move))
-    if length <= settings.stick_deadzone:
-        velocity = np.zeros(2)
-        gait = "stand"
-    else:
-        velocity = move * (settings.run_speed if run else settings.walk_speed)
-        gait = "run" if run else "walk"
     facing_xz = None
     if facing is not None:
         facing_xz = np.asarray(facing, dtype=np.float64).reshape(2)
         norm = float(np.linalg.norm(facing_xz))
         facing_xz = facing_xz / norm if norm > 1e-9 else None
+    if length <= settings.stick_deadzone:
+        velocity = np.zeros(2)
+        gait = "stand"
+    else:
+        velocity = move * full_stick_speed(move, facing_xz, run, settings)
+        gait = "run" if run else "walk"
     return Command(desired_velocity=velocity, facing=facing_xz, gait=gait,
                    stick=move if stick is None else np.asarray(stick, dtype=np.float64).reshape(2),
                    run=bool(run), strafe=facing_xz is not None)

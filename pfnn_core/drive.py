@@ -12,7 +12,10 @@ the first character's, and `--crowd-bvh` writes every character's motion to DIR/
 Script format: {"name": "...", "segments": [{"duration": 6.0, "move": [0, 1], "run": false,
 "face": [1, 0]}, ...]}: `move` is the stick vector in WORLD (x, z), length <= 1 (1 = full walk speed,
 or full run speed when `run`; lengths up to 1.001, from rounding such as [0.3827, 0.9239], are
-normalised); `face` (optional) is a world facing kept while moving (strafing).
+normalised); `face` (optional) is a world facing kept while moving (strafing; a full stick then moves
+at the side-step or backward-walk speed by its angle to the facing, `controller.full_stick_speed`);
+`style` (optional) a style name or {name: weight}: the character takes it, and the full-stick speeds
+become the style's (`RuntimeSettings.apply_style`).
 """
 from __future__ import annotations
 
@@ -281,6 +284,7 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
         weights = styles[script.segments.index(segment)]
         if weights is not None and (current_style is None or not np.array_equal(weights, current_style)):
             character.set_style(weights)
+            settings.apply_style(checkpoint.meta, weights)  # the style's full-stick speeds, as the viewer does
             current_style = weights
         log["style"].append(character.style_name())
         command = command_for(segment, settings)

@@ -8,9 +8,10 @@ as `quat.py`).
 Rotations are GLOBAL (world) joint rotations. A solved leg keeps the ankle's global rotation, so the
 foot keeps its orientation and the toe follows the ankle.
 
-Foot locking [PFNN, MM]: when a foot joint's contact output rises above a threshold its world
-position is pinned; the pin's weight fades in and out with a halflife, and a pinned foot is dragged
-along on a leash when the network's foot moves too far from it (the body has moved on).
+Foot locking [PFNN, MM]: when a foot joint's contact output rises above a threshold near the floor its
+world position is pinned (on the floor level when it starts within a few cm of it); a pinned foot is
+dragged along on a leash when the network's foot moves too far from it (the body has moved on); when
+the contact ends the pin is released relative to the body (its offset from the network's foot fades).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pfnn_core.contacts import foot_joints
 from pfnn_core.mat3 import njit
 from pfnn_core.quat import quat_from_matrix, quat_mul_vec, quat_to_matrix
 
+RELEASE_ACCELERATION = 50.0  # m/s^2: the most a release fade accelerates a joint (3 cm off its trend at 30 Hz)
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
 # Below this knee bend the leg counts as straight and the pole hint takes over the bend plane,
 # blending in continuously as the bend shrinks (a nearly straight leg's own plane is noise).
@@ -134,9 +136,10 @@ def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hi
 
 
 class FootLocks(NamedTuple):
-    target: np.ndarray  # [..., F, 3] pinned world positions
-    weight: np.ndarray  # [..., F] 0 = free, 1 = fully pinned
-    active: np.ndarray  # [..., F] bool: pin held (weight fading in) vs released (fading out)
+    target: np.ndarray  # [..., F, 3] world pin while held; the shown position while released
+    weight: np.ndarray  # [..., F] 1 while held; while released, what is left of the release fade (1 -> 0)
+    active: np.ndarray  # [..., F] bool: pin held vs released
+    offset: np.ndarray  # [..., F, 3] world offset of the shown joint from the network's at the release
 
 
 @njit
@@ -151,68 +154,102 @@ def fade_weight(weight, goal, halflife: float, dt: float) -> np.ndarray:
 
 
 @njit
+def smoothstep(weight):
+    w = min(max(weight, 0.0), 1.0)
+    return w * w * (3.0 - 2.0 * w)
+
+
+@njit
 def locked_position(foot, target, weight):
-    """The shown position of a foot joint: the network's foot pulled toward its pin by the pin weight."""
+    """The network's foot pulled toward a pin by `weight` (0 = the network's, 1 = the pin)."""
     return mat3.lerp(foot, target, weight)
 
 
 @njit
-def update_lock(target, weight, active, foot, in_contact, was_in_contact, keep, release_distance):
-    """Advance one foot joint's pin by one tick; returns (target, weight, active).
-
-    A pin starts on the rising edge of a contact, at full weight and at the foot's currently shown
-    position (so the foot does not jump), and holds while the contact stays high; it is never more
-    than `release_distance` (horizontally) from the network's foot. When the contact ends it fades
-    out (`keep` = `fade_keep(halflife, dt)`).
-    """
-    rising = in_contact and not was_in_contact
-    if rising:
-        target = locked_position(foot, target, weight)
-    # Dragged on a leash rather than dropped: the shown foot then slides only by the excess, slowly,
-    # instead of gliding all the way back to the network's foot while the contact is still on.
-    dx, dz = target[0] - foot[0], target[2] - foot[2]
-    distance = math.sqrt(dx * dx + dz * dz)
-    if distance > release_distance:
-        shrink = release_distance / max(distance, 1e-12)
-        target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
-    active = in_contact and (active or rising)
-    goal = 1.0 if active else 0.0
-    weight = 1.0 if (rising and active) else goal + (weight - goal) * keep
-    return target, weight, active
+def release_duration(offset, release_time):
+    """How long the fade of a released pin's `offset` lasts: `release_time`, or longer for a large
+    offset, so the fade never accelerates the shown joint by more than RELEASE_ACCELERATION (a
+    smoothstep over T moving d peaks at 6 d / T^2)."""
+    return max(release_time, math.sqrt(6.0 * mat3.length(offset) / RELEASE_ACCELERATION))
 
 
 @njit
-def _update_locks(target, weight, active, foot, contacts, previous, threshold, keep, release_distance,
-                  out_target, out_weight, out_active):
+def update_lock(target, weight, active, offset, foot, in_contact, release_time, dt, release_distance, floor_level,
+                start_height, snap_height, snap_keep):
+    """Advance one foot joint's pin by one tick; returns (target, weight, active, offset, shown).
+
+    A pin starts when the contact output rises above its threshold while the joint is shown within
+    `start_height` of its floor level, at the joint's shown position (so it does not jump); a pin that
+    starts within `snap_height` of the floor level is brought onto it (the gap shrinks by `snap_keep`
+    per tick, then closes exactly). While the contact stays high the pin holds; it is never more than
+    `release_distance` (horizontally) from the network's foot (dragged along on a leash). When the
+    contact ends the pin is released RELATIVE TO THE BODY: the shown joint keeps its offset from the
+    network's joint, and the offset fades out (smoothstep over `release_duration`), so the joint lifts
+    off with the network's step instead of gliding across the floor to catch up.
+    `floor_level` NaN: no floor known (no height condition, no snapping)."""
+    shown = mat3.add(foot, mat3.scale(offset, smoothstep(weight)))
+    has_floor = floor_level == floor_level
+    if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
+        target, weight, active = shown, 1.0, True
+    if active and in_contact:
+        if has_floor:
+            gap = target[1] - floor_level
+            if abs(gap) < snap_height:
+                gap = gap * snap_keep if abs(gap) > 1e-3 else 0.0
+                target = (target[0], floor_level + gap, target[2])
+        # Dragged on a leash rather than dropped: the shown foot then slides only by the excess, slowly,
+        # instead of gliding all the way back to the network's foot while the contact is still on.
+        dx, dz = target[0] - foot[0], target[2] - foot[2]
+        distance = math.sqrt(dx * dx + dz * dz)
+        if distance > release_distance:
+            shrink = release_distance / max(distance, 1e-12)
+            target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
+        return target, 1.0, True, mat3.sub(target, foot), target
+    if active:  # the contact ended: release from where the pin holds the joint
+        offset, weight = mat3.sub(target, foot), 1.0
+    else:
+        weight = max(weight - dt / max(release_duration(offset, release_time), 1e-6), 0.0)
+    shown = mat3.add(foot, mat3.scale(offset, smoothstep(weight)))
+    return shown, weight, False, offset, shown
+
+
+@njit
+def _update_locks(target, weight, active, offset, foot, contacts, threshold, release_time, dt, release_distance, floor,
+                  start_height, snap_height, snap_keep, out_target, out_weight, out_active, out_offset, out_shown):
     for i in range(foot.shape[0]):
-        pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(foot, i), contacts[i] > threshold,
-                          previous[i] > threshold, keep, release_distance)
+        pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(offset, i), mat3.load3(foot, i),
+                          contacts[i] > threshold, release_time, dt, release_distance, floor[i], start_height,
+                          snap_height, snap_keep)
         mat3.store3(out_target, i, pin[0])
         out_weight[i], out_active[i] = pin[1], pin[2]
+        mat3.store3(out_offset, i, pin[3])
+        mat3.store3(out_shown, i, pin[4])
 
 
-def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, threshold: float,
-                      fade_halflife: float, release_distance: float, dt: float) -> FootLocks:
-    """`update_lock` for every foot joint [..., F]."""
+def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, release_time: float,
+                      release_distance: float, dt: float, floor=None, start_height: float = np.inf,
+                      snap_height: float = 0.0, snap_halflife: float = 0.03) -> tuple[FootLocks, np.ndarray]:
+    """`update_lock` for every foot joint [..., F]; returns (locks, shown positions [..., F, 3]).
+    `release_time` (s): how long a released pin's offset takes to fade out; `floor` [..., F] the
+    joints' floor levels (None: no floor)."""
     foot_pos = np.asarray(foot_pos, dtype=float)
     shape = foot_pos.shape[:-1]
-    out_target, out_weight, out_active = np.empty(shape + (3,)).reshape(-1, 3), np.empty(shape).reshape(-1), \
-        np.empty(shape, dtype=bool).reshape(-1)
+    count = int(np.prod(shape))
+    out_target, out_offset, out_shown = (np.empty((count, 3)) for _ in range(3))
+    out_weight, out_active = np.empty(count), np.empty(count, dtype=bool)
+    floor = np.full(shape, np.nan) if floor is None else floor
     _update_locks(_flat(locks.target, shape, 3), _flat1(locks.weight, shape), _flat1(locks.active, shape, bool),
-                  _flat(foot_pos, shape, 3), _flat1(contacts, shape), _flat1(previous_contacts, shape), float(threshold),
-                  fade_keep(fade_halflife, dt), float(release_distance), out_target, out_weight, out_active)
-    return FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape))
-
-
-def locked_positions(foot_pos, locks: FootLocks) -> np.ndarray:
-    """`locked_position` of every foot joint [..., F, 3]."""
-    foot_pos = np.asarray(foot_pos, dtype=float)
-    return foot_pos + locks.weight[..., None] * (locks.target - foot_pos)
+                  _flat(locks.offset, shape, 3), _flat(foot_pos, shape, 3), _flat1(contacts, shape), float(threshold),
+                  float(release_time), float(dt), float(release_distance), _flat1(floor, shape), float(start_height),
+                  float(snap_height), fade_keep(snap_halflife, dt), out_target, out_weight, out_active, out_offset,
+                  out_shown)
+    return (FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape),
+                      out_offset.reshape(shape + (3,))), out_shown.reshape(shape + (3,)))
 
 
 def empty_foot_locks(batch_shape: tuple[int, ...], feet: int) -> FootLocks:
     return FootLocks(np.zeros(batch_shape + (feet, 3)), np.zeros(batch_shape + (feet,)),
-                     np.zeros(batch_shape + (feet,), dtype=bool))
+                     np.zeros(batch_shape + (feet,), dtype=bool), np.zeros(batch_shape + (feet, 3)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import torch
 
 from pfnn_core import features
 from pfnn_core.guards import tick_limits
+from pfnn_core.mat3 import njit
 from pfnn_core.model import PFNN, check_style, phase_weights
 from pfnn_core.pose import skeleton_plan
 
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 CONSTANT_FEATURE_STD = 1.001e-3
 LINEAR_BINS = 16
 CONSTANT_BINS = 50
+STRIDE_GRID = 96  # speeds of the per-style stride table
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -143,6 +145,21 @@ class FoldedPFNN:
         return y
 
 
+@njit
+def _stride_lengths(speed, style, top_speed, table, out):
+    """Per character: each style's stride length at its speed (linear on the table's even speed grid
+    0..top_speed, held beyond), blended by the style weights."""
+    last = table.shape[1] - 1
+    for b in range(speed.shape[0]):
+        position = min(max(speed[b] / top_speed, 0.0), 1.0) * last
+        lower = min(int(position), last - 1)
+        share = position - lower
+        length = 0.0
+        for s in range(style.shape[1]):
+            length += style[b, s] * (table[s, lower] * (1.0 - share) + table[s, lower + 1] * share)
+        out[b] = length
+
+
 class Network:
     """The model of one checkpoint on one device, and what the tick needs from the checkpoint.
 
@@ -187,6 +204,8 @@ class Network:
         self.anchor = self.plan.anchor
         self.contact_joints = [int(j) for j in self.plan.contact_joints]
         self.stride = meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
+        self.stride_grid, self.style_stride = self._style_strides(meta)
+        self.stance = self._stored_stance(meta)
         self.gait_speeds = {k: float(v) for k, v in (meta.get("gait_speeds") or {}).items() if isinstance(v, (int, float))}
         self.floor_heights = self._stored_floor_heights(meta)
         self.limits = tick_limits(self.plan.extent, self.gait_speeds)
@@ -209,6 +228,39 @@ class Network:
         if heights.shape != (4,) or not np.isfinite(heights).all():
             raise ValueError(f"checkpoint field floor_heights: expected 4 finite heights (m), got {meta['floor_heights']!r}")
         return heights
+
+    def _style_strides(self, meta) -> tuple[np.ndarray, np.ndarray]:
+        """Stride length per style on a common speed grid: (speeds [G], lengths [max(S, 1), G]); a style
+        without stride statistics (and a model without styles) takes the checkpoint's pooled ones."""
+        stats = (meta.get("styles") or {}).get("stats") or {}
+        strides = [self.stride] + [(stats.get(name) or {}).get("stride") for name in self.style_names]
+        top = max(max(np.asarray(s["speed"], float).max(initial=0.0) for s in strides if s), 1.0)
+        grid = np.linspace(0.0, 1.25 * top, STRIDE_GRID)
+        table = [np.interp(grid, (s or self.stride)["speed"], (s or self.stride)["stride_length"]) for s in strides[1:]]
+        return grid, np.asarray(table if table else [np.interp(grid, self.stride["speed"], self.stride["stride_length"])])
+
+    def stride_length(self, speed, style) -> np.ndarray:
+        """Stride length (m per cycle) at `speed` [B] for style weights `style` [B, S]: the styles' own
+        stride-by-speed statistics blended by the weights (the pooled statistics without styles)."""
+        speed = np.ascontiguousarray(speed, dtype=np.float64)
+        if not (self.num_styles and style is not None and np.shape(style)[-1] == len(self.style_stride)):
+            style = np.ones((len(speed), 1))
+        out = np.empty(len(speed))
+        _stride_lengths(speed, np.ascontiguousarray(style, dtype=np.float64), self.stride_grid[-1], self.style_stride,
+                        out)
+        return out
+
+    @staticmethod
+    def _stored_stance(meta) -> np.ndarray | None:
+        """The mocap's standing stance of the contact joints relative to the hips in the body frame
+        (`meta['stance']['positions']`, [4, 3] m), or None (no settling steps)."""
+        stance = (meta.get("stance") or {}).get("positions")
+        if stance is None:
+            return None
+        stance = np.asarray(stance, dtype=float)
+        if stance.shape != (4, 3) or not np.isfinite(stance).all():
+            raise ValueError(f"checkpoint field stance.positions: expected [4, 3] finite positions (m), got {stance.tolist()}")
+        return stance
 
     @property
     def num_joints(self) -> int:

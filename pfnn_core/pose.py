@@ -12,15 +12,21 @@ hundreds of tiny numpy calls. Rotations leave the stage as quaternions (w, x, y,
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from pfnn_core import contacts as contacts_module
-from pfnn_core import ik, mat3
+from pfnn_core import ik, mat3, settle
 from pfnn_core.mat3 import njit
 from pfnn_core.quat import quat_inv, quat_mul, quat_to_matrix
+
+
+FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
+LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
+_NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,7 +63,7 @@ class SkeletonPlan:
     anchor: int  # the joint the network places (hips)
     up_path: np.ndarray  # anchor, its parent, ..., its root: positions walk up from the anchor
     down_order: np.ndarray  # every other joint, parents first: positions walk down
-    above_anchor: np.ndarray  # joints above the anchor: they carry the root's yaw
+    above_anchor: np.ndarray  # joints above the anchor (placement nodes): no rotation, they hang by their offsets
     fit_single: np.ndarray  # [S, 2] (joint, child): one-child joints swing toward their child
     fit_multi: np.ndarray  # [M] several-children joints: best rotation for all their bones
     fit_children: np.ndarray  # [M, C] their children, padded with -1
@@ -188,39 +194,136 @@ def _pose_kernel(root_pos, root_yaw, rot6, predicted, previous_pos, previous_vel
         if fit:
             _fit_rotations(rot, world, offsets, fit_single, fit_multi, fit_children, goal, rest, scratch)
         for k in range(above_anchor.shape[0]):
-            mat3.store33(rot, above_anchor[k], yaw)
+            # Unturned: a placement node hangs by its offset (the bundled Hips offset is a take's start, metres
+            # to the side), so turning it with the root would swing it across the scene.
+            mat3.store33(rot, above_anchor[k], (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
         _forward_kinematics(rot, mat3.load3(world, up_path[0]), offsets, parents, up_path, down_order, out_pos[b])
 
 
 @njit
-def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, previous_contacts, lock_target, lock_weight, lock_active,
-                 locking, threshold, keep, release_distance, floor_on, floor_heights, ik_on,
-                 parents, offsets, up_path, down_order, contact_joints, legs, body, out_target, out_weight, out_active,
-                 out_rot, out_extent):
+def _body_yaw(pos, legs):
+    """Yaw of the body frame (`features.body_frames`): x along the hip line from the right hip to the left."""
+    left, right = legs[0, 0], legs[1, 0]
+    return math.atan2(-(pos[left, 2] - pos[right, 2]), pos[left, 0] - pos[right, 0])
+
+
+@njit
+def _settle_goals(b, pos, foot_pos, settle_was_active, shown_before, contact_joints, lock_target, settle_foot,
+                  settle_progress, settle_start, settle_steps, rest_shift, stance, floor, has_floor, snap_height, dt,
+                  step_time, step_height, anchor, legs, pins, targets, stepping, goals, out_target, out_weight,
+                  out_active, out_offset, out_foot, out_progress, out_steps):
+    """The feet of a settling character: pins and the step under way (`settle.settle_character`); the
+    pins are written as held locks, a stepping foot's joints as released ones (so moving the stick
+    mid-step lets the foot go relative to the body)."""
+    slots = pins.shape[0]
+    foot, progress, steps = settle_foot[b], settle_progress[b], settle_steps[b]
+    if not settle_was_active[b]:  # the first tick: pin the feet where they are shown
+        foot, progress, steps = -1, 0.0, 0
+        for s in range(slots):
+            point = mat3.load3(shown_before[b], contact_joints[s])
+            if has_floor and abs(point[1] - floor[s]) < snap_height:
+                point = (point[0], floor[s], point[2])
+            mat3.store3(pins, s, point)
+    else:
+        for s in range(slots):
+            mat3.store3(pins, s, mat3.load3(lock_target[b], s))
+    yaw = _body_yaw(pos, legs)
+    hips_x, hips_z = pos[anchor, 0] + rest_shift[b, 0], pos[anchor, 2] + rest_shift[b, 1]
+    for s in range(slots):
+        point = settle.stance_point(hips_x, hips_z, yaw, stance, s)
+        mat3.store3(targets, s, (point[0], floor[s] if has_floor else point[1], point[2]))
+    foot, progress, steps = settle.settle_character(foot, progress, steps, settle_start[b], pins, targets, floor, dt,
+                                                    step_time, step_height, settle.STEP_TOLERANCE, settle.MAX_STEPS,
+                                                    goals, stepping)
+    for s in range(slots):
+        goal = mat3.load3(goals, s)
+        mat3.store3(out_target[b], s, goal)
+        out_weight[b, s], out_active[b, s] = 1.0, not stepping[s]
+        mat3.store3(out_offset[b], s, mat3.sub(goal, mat3.load3(foot_pos, s)))
+    out_foot[b], out_progress[b], out_steps[b] = foot, progress, steps
+
+
+@njit
+def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settling, contact_joints, weight, offset):
+    """Pull a foot whose ankle goal is farther from its hip than `reach` x the leg's length toward the
+    hip (horizontally, the goal's height kept), ankle and toe together, and drag its held pins along:
+    a straight leg has no knee direction, and a foot left far behind is a stretched, popping leg."""
+    for leg in range(legs.shape[0]):
+        hip, knee, ankle = legs[leg, 0], legs[leg, 1], legs[leg, 2]
+        slot = 2 * leg
+        if pull[slot] <= 0.0 and pull[slot + 1] <= 0.0:
+            continue
+        longest = reach * (mat3.length(mat3.load3(offsets, knee)) + mat3.length(mat3.load3(offsets, ankle)))
+        dx, dy, dz = goals[slot, 0] - pos[hip, 0], goals[slot, 1] - pos[hip, 1], goals[slot, 2] - pos[hip, 2]
+        flat = math.sqrt(dx * dx + dz * dz)
+        if dx * dx + dy * dy + dz * dz <= longest * longest or flat < 1e-9:
+            continue
+        shrink = math.sqrt(max(longest * longest - dy * dy, 0.0)) / flat
+        shift = (dx * (shrink - 1.0), 0.0, dz * (shrink - 1.0))
+        for s in range(slot, slot + 2):
+            moved = mat3.add(mat3.load3(goals, s), shift)
+            mat3.store3(goals, s, moved)
+            if settling:
+                mat3.store3(target, s, moved)
+            elif active[s]:  # let go: the foot rejoins the network's relative to the body
+                active[s], weight[s] = False, 1.0
+                mat3.store3(target, s, moved)
+                mat3.store3(offset, s, mat3.sub(moved, mat3.load3(pos, contact_joints[s])))
+
+
+@njit
+def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weight, lock_active, lock_offset,
+                 locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
+                 floor_on, has_floor, floor_heights, ik_on, reach, settling, settle_was_active, shown_before, settle_foot,
+                 settle_progress, settle_start, settle_steps, rest_shift, stance, step_time, step_height, dt,
+                 parents, offsets, up_path, down_order, contact_joints, legs, body, anchor, out_target, out_weight,
+                 out_active, out_offset, out_foot, out_progress, out_steps, out_rot, out_extent):
     slots = contact_joints.shape[0]
     goals = np.empty((slots, 3))
-    constrained = np.empty(slots, dtype=np.bool_)
+    pins, targets, foot_pos = np.empty((slots, 3)), np.empty((slots, 3)), np.empty((slots, 3))
+    stepping = np.zeros(slots, dtype=np.bool_)
+    pull = np.empty(slots)  # how much each joint's goal counts in the foot's placement (`ik.foot_target`)
+    no_floor = np.nan
     for b in range(pos.shape[0]):
+        for s in range(slots):
+            mat3.store3(foot_pos, s, mat3.load3(pos[b], contact_joints[s]))
+        if settling[b]:
+            _settle_goals(b, pos[b], foot_pos, settle_was_active, shown_before, contact_joints, lock_target,
+                          settle_foot, settle_progress, settle_start, settle_steps, rest_shift, stance, floor_heights,
+                          has_floor, snap_height, dt, step_time, step_height, anchor, legs, pins, targets, stepping,
+                          goals, out_target, out_weight, out_active, out_offset, out_foot, out_progress, out_steps)
+            for s in range(slots):
+                pull[s] = 1.0
+        else:
+            out_foot[b], out_progress[b], out_steps[b] = -1, 0.0, 0
+            for s in range(slots):
+                foot = mat3.load3(foot_pos, s)
+                if locking:
+                    pin = ik.update_lock(mat3.load3(lock_target[b], s), lock_weight[b, s], lock_active[b, s],
+                                         mat3.load3(lock_offset[b], s), foot, contacts[b, s] > threshold,
+                                         release_time, dt, release_distance,
+                                         floor_heights[s] if has_floor else no_floor,
+                                         start_height, snap_height, snap_keep)
+                    mat3.store3(out_target[b], s, pin[0])
+                    out_weight[b, s], out_active[b, s] = pin[1], pin[2]
+                    mat3.store3(out_offset[b], s, pin[3])
+                    mat3.store3(goals, s, pin[4])
+                    pull[s] = 1.0 if pin[2] else ik.smoothstep(pin[1])
+                else:
+                    mat3.store3(out_target[b], s, foot)
+                    out_weight[b, s], out_active[b, s] = 0.0, False
+                    mat3.store3(out_offset[b], s, (0.0, 0.0, 0.0))
+                    mat3.store3(goals, s, foot)
+                    pull[s] = 0.0
+        if ik_on:
+            _within_reach(pos[b], legs, offsets, reach, goals, pull, out_target[b], out_active[b], settling[b],
+                          contact_joints, out_weight[b], out_offset[b])
         any_constrained = False
         for s in range(slots):
-            foot = mat3.load3(pos[b], contact_joints[s])
-            if locking:
-                pin = ik.update_lock(mat3.load3(lock_target[b], s), lock_weight[b, s], lock_active[b, s], foot,
-                                     contacts[b, s] > threshold, previous_contacts[b, s] > threshold, keep,
-                                     release_distance)
-                mat3.store3(out_target[b], s, pin[0])
-                out_weight[b, s], out_active[b, s] = pin[1], pin[2]
-            else:
-                mat3.store3(out_target[b], s, foot)
-                out_weight[b, s], out_active[b, s] = 0.0, False
-            goal = ik.locked_position(foot, mat3.load3(out_target[b], s), out_weight[b, s])
-            held = out_weight[b, s] > 1e-4
-            if floor_on and goal[1] < floor_heights[s]:
-                goal = (goal[0], floor_heights[s], goal[2])
-                held = True
-            mat3.store3(goals, s, goal)
-            constrained[s] = held
-            any_constrained = any_constrained or held
+            if floor_on and goals[s, 1] < floor_heights[s]:
+                goals[s, 1] = floor_heights[s]
+                pull[s] = 1.0
+            any_constrained = any_constrained or pull[s] > 0.0
         if ik_on and any_constrained:
             forward = (np.sin(root_yaw[b]), 0.0, np.cos(root_yaw[b]))
             for leg in range(legs.shape[0]):
@@ -228,8 +331,11 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, previous_contacts, lock
                 foot_slot, toe_slot = 2 * leg, 2 * leg + 1
                 ankle_pos, toe_pos = mat3.load3(pos[b], ankle), mat3.load3(pos[b], toe)
                 ankle_target, toe_aim = ik.foot_target(
-                    ankle_pos, toe_pos, mat3.load3(goals, foot_slot), mat3.load3(goals, toe_slot),
-                    1.0 if constrained[foot_slot] else 0.0, 1.0 if constrained[toe_slot] else 0.0)
+                    ankle_pos, toe_pos, mat3.load3(goals, foot_slot), mat3.load3(goals, toe_slot), pull[foot_slot],
+                    pull[toe_slot])
+                if floor_on:  # a foot dragged by its toe pin never takes its ankle (or toe) through the floor
+                    ankle_target = (ankle_target[0], max(ankle_target[1], floor_heights[foot_slot]), ankle_target[2])
+                    toe_aim = (toe_aim[0], max(toe_aim[1], floor_heights[toe_slot]), toe_aim[2])
                 solved = ik.solve_leg(mat3.load3(pos[b], hip), mat3.load3(pos[b], knee), ankle_pos,
                                       mat3.load33(rot[b], hip), mat3.load33(rot[b], knee), ankle_target, forward)
                 mat3.store33(rot[b], hip, solved[0])
@@ -269,11 +375,12 @@ class Pose:
 
 @dataclass
 class PlacedFeet:
-    """The shown pose after foot pins, floor and IK, and the pins for the next tick."""
+    """The shown pose after foot pins, settling steps, floor and IK, and the pins for the next tick."""
 
     positions: np.ndarray  # [B, J, 3]
     rotations: np.ndarray  # [B, J, 4] quaternions
     locks: ik.FootLocks  # [B, 4] pins of the contact joints
+    settle: settle.SettleState  # [B] the settling steps
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when a position is not finite)
 
 
@@ -281,9 +388,9 @@ def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, sm
                          fit_rotations: bool, plan: SkeletonPlan) -> Pose:
     """World pose from the network's root-frame rotations [B, J, 6] and positions [B, J, 3] (first
     blended by `smoothing` with the previous pose extrapolated; `previous` = (joint_pos, joint_vel,
-    pose_root_pos, pose_root_yaw, warp) of the last tick): joints above the anchor carry the root's
-    yaw, the anchor sits where the positions put it, the others hang from it by their bones (turned to
-    the predicted positions when `fit_rotations`)."""
+    pose_root_pos, pose_root_yaw, warp) of the last tick): joints above the anchor are unturned, the
+    anchor sits where the positions put it, the others hang from it by their bones (turned to the
+    predicted positions when `fit_rotations`)."""
     batch, joints = root_pos.shape[0], plan.num_joints
     rotations, positions, fed_back = np.empty((batch, joints, 3, 3)), np.empty((batch, joints, 3)), np.empty((batch, joints, 3))
     previous_pos, previous_vel, previous_root, previous_yaw, warp = previous
@@ -294,25 +401,42 @@ def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, sm
     return Pose(positions, rotations, fed_back)
 
 
-def place_feet(pose: Pose, root_pos, root_yaw, contacts, previous_contacts, locks: ik.FootLocks, settings,
-               floor_heights, dt: float, plan: SkeletonPlan) -> PlacedFeet:
-    """Pin planted feet (`ik.update_lock`), keep contact joints at or above their floor heights
-    [4] (when `settings.floor_clamp`), and turn the legs to reach (`ik.solve_leg`) when
-    `settings.ik_enabled`; `pose` is solved in place."""
+def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
+               plan: SkeletonPlan, settling=None, settle_state: settle.SettleState | None = None, shown_before=None,
+               rest_shift=None, stance=None) -> PlacedFeet:
+    """Pin planted feet (`ik.update_lock`), or, for the characters `settling` [B] bool, play the
+    settling steps (`settle.settle_character`: stance [4, 3] placed under the hips moved by
+    `rest_shift` [B, 2], the remaining root travel; `shown_before` [B, J, 3]: the pose shown last
+    tick); keep contact joints at or above their floor heights [4] (when `settings.floor_clamp`), and
+    turn the legs to reach (`ik.solve_leg`, no ankle farther from its hip than LEG_REACH of the leg)
+    when `settings.ik_enabled`; `pose` is solved in place."""
     batch = root_pos.shape[0]
     slots = len(plan.contact_joints)
-    out_target, out_weight = np.empty((batch, slots, 3)), np.empty((batch, slots))
+    out_target, out_weight, out_offset = np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots, 3))
     out_active, out_rot, extent = np.empty((batch, slots), dtype=bool), np.empty((batch, plan.num_joints, 4)), np.empty(batch)
-    floor_on = bool(settings.floor_clamp) and floor_heights is not None
-    floor = np.zeros(slots) if floor_heights is None else np.ascontiguousarray(floor_heights, dtype=np.float64)
-    _feet_kernel(pose.positions, pose.rotations, root_pos, root_yaw, np.ascontiguousarray(contacts), previous_contacts,
-                 locks.target, locks.weight, locks.active,
+    out_foot, out_progress, out_steps = np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64)
+    has_floor = floor_heights is not None
+    floor = _NO_FLOOR if floor_heights is None else floor_heights
+    settle_state = settle.idle_state(batch) if settle_state is None else settle_state
+    if settling is None or stance is None:
+        settling, stance = np.zeros(batch, dtype=bool), _NO_STANCE
+    start = settle_state.start.copy()
+    _feet_kernel(pose.positions, pose.rotations, root_pos, root_yaw, np.ascontiguousarray(contacts),
+                 locks.target, locks.weight, locks.active, locks.offset,
                  bool(settings.foot_locking), float(settings.contact_threshold),
-                 ik.fade_keep(float(settings.lock_fade_halflife), float(dt)), float(settings.lock_release_distance),
-                 floor_on, floor, bool(settings.ik_enabled), plan.parents, plan.offsets, plan.up_path,
-                 plan.down_order, plan.contact_joints, plan.legs, plan.body, out_target, out_weight, out_active, out_rot,
+                 float(settings.lock_release_time), float(settings.lock_release_distance),
+                 float(settings.lock_start_height), float(settings.floor_snap_height),
+                 ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt)), bool(settings.floor_clamp) and has_floor, has_floor, floor,
+                 bool(settings.ik_enabled), LEG_REACH, settling, settle_state.active,
+                 pose.positions if shown_before is None else shown_before,
+                 settle_state.foot, settle_state.progress, start, settle_state.steps,
+                 np.zeros((batch, 2)) if rest_shift is None else rest_shift, stance,
+                 float(settings.settle_step_time), float(settings.settle_step_height), float(dt),
+                 plan.parents, plan.offsets, plan.up_path, plan.down_order, plan.contact_joints, plan.legs, plan.body,
+                 plan.anchor, out_target, out_weight, out_active, out_offset, out_foot, out_progress, out_steps, out_rot,
                  extent)
-    return PlacedFeet(pose.positions, out_rot, ik.FootLocks(out_target, out_weight, out_active), extent)
+    return PlacedFeet(pose.positions, out_rot, ik.FootLocks(out_target, out_weight, out_active, out_offset),
+                      settle.SettleState(settling, out_foot, out_progress, start, out_steps), extent)
 
 
 # ---------------------------------------------------------------------------------------------

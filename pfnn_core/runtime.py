@@ -11,7 +11,8 @@ tick, as in PFNN's demo:
   2. `network_input`: that trajectory in the root frame and the fed-back pose, packed by the layout;
   3. `Network.predict`: normalise, PFNN on its device, unnormalise;
   4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK;
-  5. `pose.place_feet`: foot pins, floor, two-bone leg IK (what is displayed);
+  5. `settling_stage` and `pose.place_feet`: foot pins (released relative to the body), after a stop
+     the settling steps (`settle.py`), floor, two-bone leg IK (what is displayed);
   6. `control.root_motion` and `control.advance_phase`: the root and phase of the next tick;
   7. `guards.check_tick`, then the next state (trajectory history, timings).
 """
@@ -25,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pfnn_core import features
+from pfnn_core import features, settle
 from pfnn_core.control import DriftErrors, advance_phase, root_motion
 from pfnn_core.controller import Command, CommandBatch, stand_command
 from pfnn_core.guards import Fault, TickFault, check_tick
@@ -36,7 +37,8 @@ from pfnn_core.pose import forward_kinematics_global, place_feet, pose_from_pred
 from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_mul, quat_normalize, stack_last, wrap_angle
 from pfnn_core.settings import RuntimeSettings
 from pfnn_core.history import History
-from pfnn_core.springs import SpringState, facing_from_yaw, network_trajectory, plan_trajectory, trajectory_features
+from pfnn_core.springs import (SpringState, facing_from_yaw, network_trajectory, plan_trajectory, remaining_travel,
+                               trajectory_features)
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +60,15 @@ class CharacterState:
     world_joint_pos: np.ndarray  # [B, J, 3] displayed, after foot locking
     world_joint_rot: np.ndarray  # [B, J, 4] displayed global rotations
     contacts: np.ndarray  # [B, 4] network contact outputs 0..1 (Foot_L, Toes_L, Foot_R, Toes_R)
-    lock_target: np.ndarray  # [B, 4, 3] world pin of each contact joint
-    lock_weight: np.ndarray  # [B, 4] 0 = free .. 1 = pinned
-    lock_active: np.ndarray  # [B, 4] bool: pin held (fading in) vs released
+    lock_target: np.ndarray  # [B, 4, 3] world pin of each contact joint (while released: where it is shown)
+    lock_weight: np.ndarray  # [B, 4] 1 = pinned; while released what is left of the release fade (1 -> 0)
+    lock_active: np.ndarray  # [B, 4] bool: pin held vs released
+    lock_offset: np.ndarray  # [B, 4, 3] world offset of a released joint from the network's joint (fades out)
+    settle_active: np.ndarray  # [B] bool: settling after a stop (`settle.py`)
+    settle_foot: np.ndarray  # [B] int: the foot in a settling step (-1 none, 0 left, 1 right)
+    settle_progress: np.ndarray  # [B] progress of that step, 0..1
+    settle_start: np.ndarray  # [B, 2, 3] world: where the stepping foot's (ankle, toe) started
+    settle_steps: np.ndarray  # [B] int: settling steps taken since the stop
     trajectory: History  # [B, 61, 9] world root position, facing, gait (stand/walk/run); last 1 s, newest last
     traj_future_pos: np.ndarray  # [B, 6, 3] world, blended trajectory the network was conditioned on
     traj_future_dir: np.ndarray  # [B, 6, 3]
@@ -125,6 +133,11 @@ def _batched(values, batch: int, width: int, default: float = 0.0) -> np.ndarray
     return np.broadcast_to(np.asarray(values, dtype=float).reshape(-1, width), (batch, width)).copy()
 
 
+def _settle_fields(state: settle.SettleState) -> dict:
+    return {"settle_active": state.active, "settle_foot": state.foot, "settle_progress": state.progress,
+            "settle_start": state.start, "settle_steps": state.steps}
+
+
 def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, style=None) -> CharacterState:
     """B characters standing in the training set's mean pose at `positions` ([B, 2] x, z or [B, 3])
     facing `yaws` ([B] rad, 0 = +Z)."""
@@ -141,7 +154,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
     world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(np.broadcast_to(mean_rot6, (batch,) + mean_rot6.shape))))
     anchor_world = yaw_rotate(yaw, joint_pos[:, network.anchor]) + root_pos
     world_pos, world_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
-                                                     network.anchor, above_anchor_rot=root_rot)
+                                                     network.anchor, above_anchor_rot=np.array([1.0, 0.0, 0.0, 0.0]))
     facing = facing_from_yaw(yaw)
     stand_gait = features.gait_from_speed(np.zeros(batch))
     future = len(network.future_offsets)
@@ -155,6 +168,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
         joint_pos=joint_pos, joint_vel=joint_vel, world_joint_pos=world_pos, world_joint_rot=world_rot,
         contacts=np.zeros((batch, feet)), lock_target=world_pos[:, network.contact_joints].copy(),
         lock_weight=np.zeros((batch, feet)), lock_active=np.zeros((batch, feet), dtype=bool),
+        lock_offset=np.zeros((batch, feet, 3)), **_settle_fields(settle.idle_state(batch)),
         trajectory=History.filled(np.concatenate([root_pos, facing, stand_gait], axis=-1), HISTORY_LENGTH),
         traj_future_pos=repeat(root_pos, future), traj_future_dir=repeat(facing, future),
         traj_command_pos=repeat(root_pos, future), traj_command_dir=repeat(facing, future),
@@ -183,6 +197,19 @@ def network_input(state: CharacterState, plan, root_yaw, network: Network) -> np
     return x
 
 
+def settling_stage(state: CharacterState, released, trajectory, settings: RuntimeSettings, network: Network) -> tuple:
+    """What the foot stage needs for the settling steps: (settling [B] bool, the settle state, the
+    pose shown last tick [B, J, 3], the root's remaining travel [B, 2], the stance). A
+    character settles from the moment the stick is `released` [B] (the desired velocity is zero) until it
+    moves again; its root then comes to rest with the command spring (`control.root_motion`), so the
+    steps aim at the stance under the hips moved by the spring's remaining travel."""
+    settling = released & bool(settings.settle_steps and settings.foot_locking and network.stance is not None)
+    springs = trajectory.springs
+    return (settling, settle.SettleState(state.settle_active, state.settle_foot, state.settle_progress,
+                                         state.settle_start, state.settle_steps), state.world_joint_pos,
+            remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), network.stance)
+
+
 def step(state: CharacterState, command: Command | Sequence[Command] | CommandBatch, settings: RuntimeSettings,
          dt: float, network: Network) -> CharacterState:
     """One simulation tick of all B characters (one network call); returns the new state."""
@@ -201,14 +228,17 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                                 (state.joint_pos, state.joint_vel, state.pose_root_pos, yaw_of(state.pose_root_rot),
                                  state.warp), settings.pose_smoothing, dt, settings.fit_rotations, network.plan)
     contacts = np.clip(out["contacts"], 0.0, 1.0)
-    feet = place_feet(pose, state.root_pos, root_yaw, contacts, state.contacts,
-                      FootLocks(state.lock_target, state.lock_weight, state.lock_active), settings,
-                      network.floor_heights, dt, network.plan)
+    released = ~commands.desired_velocity.any(axis=1)
+    feet = place_feet(pose, state.root_pos, root_yaw, contacts,
+                      FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset), settings,
+                      network.floor_heights, dt, network.plan,
+                      *settling_stage(state, released, trajectory, settings, network))
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
                          trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
-                         trajectory.warp, state.drift, settings, dt, float(network.future_times[0]))
-    phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt, network.stride,
-                          network.sim_fps)
+                         trajectory.warp, state.drift, settings, dt, float(network.future_times[0]), released,
+                         commands.strafe, state.traj_past_gait[:, :, 0])
+    phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt,
+                          lambda speed: network.stride_length(speed, state.style), network.sim_fps)
     joint_vel = np.ascontiguousarray(out["joint_vel"])
     fault = check_tick(y, pose.fed_back, joint_vel, motion.speed, feet.extent, network.limits)
     net_future_pos, net_future_dir = network_trajectory(out["future_pos"], out["future_dir"], state.root_pos, root_yaw,
@@ -219,6 +249,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
         joint_pos=pose.fed_back, joint_vel=joint_vel,
         world_joint_pos=feet.positions, world_joint_rot=feet.rotations, contacts=contacts,
         lock_target=feet.locks.target, lock_weight=feet.locks.weight, lock_active=feet.locks.active,
+        lock_offset=feet.locks.offset, **_settle_fields(feet.settle),
         trajectory=state.trajectory.append(np.concatenate([motion.position, facing_from_yaw(motion.yaw),
                                                            trajectory.gait[:, 0]], axis=-1)),
         traj_future_pos=trajectory.future_pos, traj_future_dir=trajectory.future_dir,
@@ -272,7 +303,10 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
         phase=state.phase[index].copy(), joint_pos=state.joint_pos[index].copy(), joint_vel=state.joint_vel[index].copy(),
         world_joint_pos=point(state.world_joint_pos), world_joint_rot=rotation(state.world_joint_rot),
         contacts=state.contacts[index].copy(), lock_target=point(state.lock_target),
-        lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(), trajectory=history,
+        lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(),
+        lock_offset=vector(state.lock_offset), settle_active=state.settle_active[index].copy(),
+        settle_foot=state.settle_foot[index].copy(), settle_progress=state.settle_progress[index].copy(),
+        settle_start=point(state.settle_start), settle_steps=state.settle_steps[index].copy(), trajectory=history,
         traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),
         traj_command_pos=point(state.traj_command_pos), traj_command_dir=vector(state.traj_command_dir),
         pose_root_pos=point(state.pose_root_pos[:, None])[:, 0], pose_root_rot=rotation(state.pose_root_rot[:, None])[:, 0],

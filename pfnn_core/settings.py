@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -49,6 +50,18 @@ class RuntimeSettings:
     drift_window: int = _tunable(60, "Drift window (ticks)",
                                  "Ticks over which the mean velocity/yaw-rate error to the command is removed; 0 = off.",
                                  min=0, max=600, step=1)
+    # Right after standing the root motion leans on the command by how much of the last second the
+    # character stood (the data has no starts: the network alone takes about a second to reach a walk).
+    start_from_command: bool = _tunable(True, "Starts follow the stick",
+                                        "After standing, move the root with the command until the network is walking.")
+    # While strafing, the share of the mean SPEED error (along the commanded direction) that drift
+    # correction removes (the direction and yaw-rate errors are always removed). Side-steps and backward
+    # walks come from seconds of mocap per style and the network steps them at its own speed: a root
+    # pushed to another speed drags the planted feet, so by default their speed is left to the network
+    # and the command blend (`root_motion_from_command`).
+    strafe_speed_correction: float = _tunable(0.0, "Strafe speed correction",
+                                              "Share of the mean speed error removed while strafing; 0 = direction only.",
+                                              min=0.0, max=1.0, step=0.05)
     # Halflife (s) of the critically damped spring that moves the commanded velocity toward the stick.
     traj_halflife_pos: float = _tunable(0.2, "Trajectory halflife: position (s)",
                                         "Time for the commanded velocity to close half the gap to the stick.",
@@ -69,11 +82,18 @@ class RuntimeSettings:
     # Same while strafing [PFNN: 0.5].
     bias_dir_strafe: float = _tunable(0.5, "Blend bias: facing (strafe)", "Facing blend exponent while strafing.",
                                       min=0.05, max=5.0, step=0.05)
-    # Full-stick walking speed, m/s (default: the checkpoint's measured walking speed).
+    # Full-stick walking speed, m/s (default: the style's forward-walk speed in the checkpoint).
     walk_speed: float = _tunable(1.1, "Walk speed (m/s)", "Commanded speed at full stick.", min=0.1, max=3.0, step=0.05)
-    # Full-stick running speed, m/s (default: the checkpoint's measured running speed).
+    # Full-stick running speed, m/s (default: the style's running speed in the checkpoint).
     run_speed: float = _tunable(3.4, "Run speed (m/s)", "Commanded speed at full stick while running.",
                                 min=0.5, max=8.0, step=0.05)
+    # Full-stick speed (m/s) of a strafe straight sideways (default: the style's side-steps); between
+    # forward, sideways and backwards the speed is interpolated by the angle to the kept facing.
+    side_step_speed: float = _tunable(1.1, "Side-step speed (m/s)", "Commanded speed at full stick when strafing sideways.",
+                                      min=0.1, max=3.0, step=0.05)
+    # Full-stick speed (m/s) of walking backwards while strafing (default: the style's backward walks).
+    walk_back_speed: float = _tunable(1.1, "Backward walk speed (m/s)",
+                                      "Commanded speed at full stick when strafing backwards.", min=0.1, max=3.0, step=0.05)
     # Stick lengths below this count as no input (gamepad sticks rest slightly off centre).
     stick_deadzone: float = _tunable(0.1, "Stick dead zone", "Stick length treated as zero.", min=0.0, max=0.5, step=0.01)
     # 'speed': phase advances by speed / stride_length * dt (stops at zero speed); 'network': predicted dphase.
@@ -91,14 +111,32 @@ class RuntimeSettings:
     # Contact output (0..1) above which a foot is pinned.
     contact_threshold: float = _tunable(0.5, "Contact threshold", "Contact output above which a foot is pinned.",
                                         min=0.05, max=0.99, step=0.01)
-    # Halflife (s) of the fade of a pin's weight in and out.
-    lock_fade_halflife: float = _tunable(0.04, "Lock fade halflife (s)", "How fast a pin fades in and out.",
-                                         min=0.005, max=0.5, step=0.005)
+    # A pin starts only while its joint is shown within this height (m) of its floor level (a contact
+    # output high in the air would leave the foot hanging).
+    lock_start_height: float = _tunable(0.05, "Lock start height (m)",
+                                        "A foot joint is pinned only when it is this close to its floor level.",
+                                        min=0.005, max=0.5, step=0.005)
+    # A pin that starts within this height (m) of its joint's floor level is brought onto it.
+    floor_snap_height: float = _tunable(0.03, "Floor snap (m)", "Pins starting this close to the floor are put on it.",
+                                        min=0.0, max=0.1, step=0.005)
+    # Time (s) over which a released pin's offset from the network's foot fades out (relative to the body).
+    lock_release_time: float = _tunable(0.15, "Lock release time (s)",
+                                        "How long a released foot takes to rejoin the network's foot.",
+                                        min=0.0, max=1.0, step=0.01)
     # Leash of a pin (m): a pinned foot is dragged along when the network's foot gets further than this
     # from it, so it slides a little instead of letting go and gliding back while still in contact.
-    lock_release_distance: float = _tunable(0.4, "Lock leash (m)",
+    lock_release_distance: float = _tunable(0.2, "Lock leash (m)",
                                             "A pinned foot is dragged along once the network's foot is this far from it.",
                                             min=0.01, max=1.0, step=0.01)
+    # After a stop the feet step, one at a time, to the mocap's standing stance under where the hips come
+    # to rest (from the stick's release the root follows the command spring alone: the data has no stops).
+    settle_steps: bool = _tunable(True, "Settling steps", "After a stop, step the feet under the hips.")
+    # Duration (s) of one settling step.
+    settle_step_time: float = _tunable(0.3, "Settle step time (s)", "Duration of one settling step.",
+                                       min=0.05, max=1.0, step=0.01)
+    # Lift (m) of the foot at the middle of a settling step.
+    settle_step_height: float = _tunable(0.04, "Settle step height (m)", "How high a settling step lifts the foot.",
+                                         min=0.0, max=0.2, step=0.005)
     # Keep each foot joint at or above its height in the model's standing pose (legs solved by IK).
     floor_clamp: bool = _tunable(True, "Keep feet above the floor", "Raise a foot that sinks below its standing height.")
     # Solve two-bone leg IK toward the pins (off: pins are computed but the pose is not changed).
@@ -113,9 +151,10 @@ class RuntimeSettings:
                                                "Blend of root motion toward the commanded spring (the data has no starts/stops).",
                                                min=0.0, max=1.0, step=0.05)
 
-    # Commanded speeds below this (m/s) are shown to the network as this walk and played slower (the
-    # data has no slow walks: asked for one the network shuffles with its feet always in contact and
-    # slides). Default: a little above the slowest walks in the data; 0 = off.
+    # Commanded speeds below this (m/s) are shown to the network as this walk and played slower (asked
+    # for a walk slower than any in its data the network shuffles with its feet always in contact and
+    # slides). Default: the style's slowest walk in the data (`slowest_walk`), so only slower commands
+    # are warped; 0 = off.
     slow_walk_speed: float = _tunable(0.9, "Slowest network walk (m/s)",
                                       "Slower commands play this walk slower (planted feet); 0 = off.",
                                       min=0.0, max=2.0, step=0.05)
@@ -147,19 +186,30 @@ class RuntimeSettings:
         return cls()
 
     @classmethod
-    def from_checkpoint_meta(cls, meta: Mapping[str, Any], config=None) -> "RuntimeSettings":
-        """Defaults with walk/run speeds taken from a checkpoint's `gait_speeds` and beta from the one
-        the model was trained with (`config` = its ModelConfig, or `training.config` in `meta`)."""
+    def from_checkpoint_meta(cls, meta: Mapping[str, Any], config=None, style=None) -> "RuntimeSettings":
+        """Defaults for a checkpoint: the full-stick speeds and the slow-walk warp threshold of `style`
+        (`style_speeds`; default the model's default style) and beta from the one the model was trained
+        with (`config` = its ModelConfig, or `training.config` in `meta`)."""
         settings = cls()
-        gait_speeds = meta.get("gait_speeds") or {}
-        if "walk" in gait_speeds:
-            settings.walk_speed = float(gait_speeds["walk"])
-        if "run" in gait_speeds:
-            settings.run_speed = float(gait_speeds["run"])
+        for name, value in style_speeds(meta, style).items():
+            setattr(settings, name, value)
         trained = _trained_beta(meta, config)
         if trained is not None:
             settings.beta = trained
         return settings
+
+    def apply_style(self, meta: Mapping[str, Any], style) -> None:
+        """Follow a style change: the full-stick speeds and the slow-walk threshold become `style`'s
+        (`style_speeds`), both as values and as what `reset` restores. In place (the UI holds this
+        object). A bare-network preset (warp off) keeps its warp off."""
+        speeds = style_speeds(meta, style)
+        if self.slow_walk_speed <= 0.0:
+            speeds.pop("slow_walk_speed", None)
+        for name, value in speeds.items():
+            setattr(self, name, value)
+            if self._model_defaults:
+                self._model_defaults[name] = value
+        self.clamp()
 
     @classmethod
     def bare_network(cls, meta: Mapping[str, Any], config=None) -> "RuntimeSettings":
@@ -168,7 +218,8 @@ class RuntimeSettings:
         floor clamp (what an honest evaluation of the network measures)."""
         return dataclasses.replace(cls.from_checkpoint_meta(meta, config), root_motion_from_command=0.0,
                                    drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
-                                   floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0)
+                                   floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
+                                   settle_steps=False, start_from_command=False)
 
     # ---- ranges --------------------------------------------------------------------------------
     def fit_to_model(self, meta: Mapping[str, Any], config=None) -> list[tuple[str, float, float]]:
@@ -179,8 +230,9 @@ class RuntimeSettings:
         if beta_range is not None:
             limits["beta"] = beta_range
         speeds = [float(v) for v in (meta.get("gait_speeds") or {}).values() if isinstance(v, (int, float))]
+        speeds += [float(stats.get(kind) or 0.0) for stats in _style_stats(meta).values() for kind in ("walk", "run")]
         if speeds:
-            for name in ("walk_speed", "run_speed"):
+            for name in ("walk_speed", "run_speed", "side_step_speed", "walk_back_speed"):
                 low, high = self._static_limits(name)
                 limits[name] = (low, min(high, max(low, SPEED_SPAN * max(speeds))))
         self._model_limits = limits
@@ -270,6 +322,92 @@ class RuntimeSettings:
             return (f"{name}={text} is outside this model's range {model_low:g}..{model_high:g}; "
                     f"using {getattr(self, name):g}")
         return None
+
+
+# Per-style statistics (`meta["styles"]["stats"][name]`) behind each speed setting.
+STYLE_SPEED_FIELDS = {"walk_speed": "walk", "run_speed": "run", "side_step_speed": "side_step",
+                      "walk_back_speed": "walk_back", "slow_walk_speed": "slowest_walk"}
+
+
+# The statistics measured on a few seconds per style, and the contents (clip labels) they come from.
+SHRUNK_STATS = {"side_step": ("walk-left", "walk-right"), "walk_back": ("walk-back",)}
+PRIOR_MINUTES = 0.1  # minutes of a style's own side-steps / backward walks that count as much as the pool
+
+
+def _style_stats(meta: Mapping[str, Any]) -> dict:
+    stats = (meta.get("styles") or {}).get("stats") or {}
+    return stats if isinstance(stats, Mapping) else {}
+
+
+def style_weights_of(meta: Mapping[str, Any], style=None) -> dict[str, float]:
+    """{style name: weight} from a name, an index or weights [S] over `meta["styles"]["names"]`; None
+    gives the model's default style ('normal' when it has one, else the first)."""
+    names = list((meta.get("styles") or {}).get("names") or [])
+    if not names:
+        return {}
+    if style is None:
+        style = "normal" if "normal" in names else names[0]
+    if isinstance(style, str):
+        if style not in names:
+            raise ValueError(f"unknown style {style!r}; this model's styles are {names}")
+        return {style: 1.0}
+    if isinstance(style, numbers.Integral):
+        return {names[int(style)]: 1.0}
+    weights = [float(w) for w in style]
+    if len(weights) != len(names):
+        raise ValueError(f"style weights: expected {len(names)} weights (one per style), got {len(weights)}")
+    return {name: weight for name, weight in zip(names, weights) if weight > 0.0}
+
+
+def _pooled(stats: Mapping[str, Any], stat: str) -> float | None:
+    """A statistic over every style that has it, weighted by each style's minutes of its content."""
+    pairs = [(_content_minutes(s, stat), float(s[stat])) for s in stats.values()
+             if isinstance(s.get(stat), (int, float)) and math.isfinite(s[stat])]
+    total = sum(m for m, _ in pairs)
+    return sum(m * v for m, v in pairs) / total if total > 0.0 else None
+
+
+def _content_minutes(stats: Mapping[str, Any], stat: str) -> float:
+    minutes = stats.get("content_minutes") or {}
+    return float(sum(float(minutes.get(c) or 0.0) for c in SHRUNK_STATS.get(stat, ())))
+
+
+def style_speeds(meta: Mapping[str, Any], style=None) -> dict[str, float]:
+    """The speed settings (`STYLE_SPEED_FIELDS`) for `style` (a name, an index or weights [S]; None = the
+    default style): each the style blend's weighted mean of its styles' statistics, over the styles
+    that have one. Side-step and backward-walk speeds come from a few seconds of mocap per style: each
+    style's is shrunk toward the value pooled over all styles by its minutes of that content
+    (m v + PRIOR_MINUTES v_pooled) / (m + PRIOR_MINUTES). A statistic no style of the blend has falls
+    back to the checkpoint's `gait_speeds` (walk, run; side-steps and backward walks at the walk
+    speed), then to the field's default; the slow-walk threshold never exceeds the walk speed."""
+    stats = _style_stats(meta)
+    weights = style_weights_of(meta, style) if stats else {}
+    gait = {k: float(v) for k, v in (meta.get("gait_speeds") or {}).items() if isinstance(v, (int, float))}
+    speeds = {}
+    for name, stat in STYLE_SPEED_FIELDS.items():
+        pooled = _pooled(stats, stat) if stat in SHRUNK_STATS else None
+        pairs = []
+        for style_name, weight in weights.items():
+            value = (stats.get(style_name) or {}).get(stat)
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                continue
+            if pooled is not None:
+                minutes = _content_minutes(stats[style_name], stat)
+                value = (minutes * value + PRIOR_MINUTES * pooled) / (minutes + PRIOR_MINUTES)
+            pairs.append((weight, float(value)))
+        total = sum(w for w, _ in pairs)
+        if total > 0.0:
+            speeds[name] = sum(w * v for w, v in pairs) / total
+    if "walk_speed" not in speeds and "walk" in gait:
+        speeds["walk_speed"] = gait["walk"]
+    if "run_speed" not in speeds and "run" in gait:
+        speeds["run_speed"] = gait["run"]
+    for name in ("side_step_speed", "walk_back_speed"):
+        if name not in speeds and "walk_speed" in speeds:
+            speeds[name] = speeds["walk_speed"]
+    if "slow_walk_speed" in speeds and "walk_speed" in speeds:
+        speeds["slow_walk_speed"] = min(speeds["slow_walk_speed"], speeds["walk_speed"])
+    return speeds
 
 
 def _trained_beta(meta: Mapping[str, Any], config=None) -> float | None:

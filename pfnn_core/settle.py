@@ -3,41 +3,138 @@
 The training data has no stops. Left alone, the character stops mid-stride: its planted feet stay
 pinned where they were (one behind the hips, the other often still in the air). A person who stops
 takes one or two short steps that bring the feet under the hips. This module plans and plays those
-steps as pure functions over arrays with a leading batch dimension B; the runtime's foot stage feeds
-the result to the leg IK as the feet's goals.
+steps. Each rule is written once for one character as a compiled function (`stance_point`,
+`arc_point`, `settle_character`); the runtime's foot kernel (`pose.py`) calls them directly, and
+`stance_targets`, `step_arc` and `advance` run them over arrays with a leading batch dimension B.
 
 A foot is the (ankle, toe) pair of contact joints, (0, 1) left and (2, 3) right, as everywhere. The
 standing stance is the mocap's: each contact joint's position relative to the hips in the body frame
-(`features.body_frames`: x along the hip line, z forward), stored in the checkpoint (`stance`).
+(`features.body_frames`: x along the hip line from the right hip to the left, z forward), stored in
+the checkpoint (`stance`). The targets move with the hips (the caller recomputes them every tick), so
+a step that starts while the body still slows down lands where the hips come to rest.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-STEP_TOLERANCE = 0.03     # m: a foot this close to its standing place stays put
+from pfnn_core.mat3 import njit
+
+STEP_TOLERANCE = 0.03     # m: a foot this close to its standing place (3D) stays put
 STEP_DURATION_S = 0.30    # s per settling step (a short step of a slow walk)
 STEP_HEIGHT = 0.05        # m: the foot's lift at the middle of the step
 MAX_STEPS = 3             # per stop: after this many the feet stay where they are
+AIRBORNE_HEIGHT = 0.02    # m: a foot whose lowest joint is higher above its floor level steps first
+LANDING_SPEED = 0.5       # m/s: a foot left in the air while the other steps comes straight down this fast
 FEET = ((0, 1), (2, 3))   # contact slots of the left and the right foot
 
 
 class SettleState(NamedTuple):
-    """Per character: whether it is settling, the foot stepping (-1 none), the step's progress 0..1,
-    the stepping foot's start and end positions [B, 2, 3] (ankle, toe) and the steps taken."""
+    """Per character: whether it is settling [B] bool, the foot stepping [B] (-1 none, 0 left, 1
+    right), the step's progress 0..1 [B], where the stepping foot's (ankle, toe) started [B, 2, 3] and
+    the steps taken this stop [B]."""
 
     active: np.ndarray
     foot: np.ndarray
     progress: np.ndarray
     start: np.ndarray
-    end: np.ndarray
     steps: np.ndarray
 
 
 def idle_state(batch: int) -> SettleState:
-    return SettleState(active=np.zeros(batch, bool), foot=np.full(batch, -1), progress=np.zeros(batch),
-                       start=np.zeros((batch, 2, 3)), end=np.zeros((batch, 2, 3)), steps=np.zeros(batch, int))
+    return SettleState(active=np.zeros(batch, bool), foot=np.full(batch, -1, np.int64), progress=np.zeros(batch),
+                       start=np.zeros((batch, 2, 3)), steps=np.zeros(batch, np.int64))
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules for one character (compiled)
+
+
+@njit
+def stance_point(hips_x, hips_z, body_yaw, stance, joint):
+    """World position of contact joint `joint` of `stance` [4, 3] (body frame) under hips at (hips_x,
+    hips_z) whose body faces `body_yaw` (0 faces +Z); its height is the stance's."""
+    c, s = math.cos(body_yaw), math.sin(body_yaw)
+    x, z = stance[joint, 0], stance[joint, 2]
+    return (c * x + s * z + hips_x, stance[joint, 1], -s * x + c * z + hips_z)
+
+
+@njit
+def arc_point(start, end, progress, height):
+    """A point along a step from `start` to `end` at `progress` in [0, 1]: the ground path eases in
+    and out (smoothstep), the foot lifts by height * sin(pi * progress)."""
+    t = min(max(progress, 0.0), 1.0)
+    ease = t * t * (3.0 - 2.0 * t)
+    lift = height * math.sin(math.pi * t)
+    return (start[0] + ease * (end[0] - start[0]), start[1] + ease * (end[1] - start[1]) + lift,
+            start[2] + ease * (end[2] - start[2]))
+
+
+@njit
+def _foot_gap(points, targets, foot):
+    """Largest 3D distance of a foot's joints from their standing places."""
+    gap = 0.0
+    for joint in range(2 * foot, 2 * foot + 2):
+        dx, dy, dz = points[joint, 0] - targets[joint, 0], points[joint, 1] - targets[joint, 1], \
+            points[joint, 2] - targets[joint, 2]
+        gap = max(gap, math.sqrt(dx * dx + dy * dy + dz * dz))
+    return gap
+
+
+@njit
+def _airborne(points, floor, foot):
+    lowest = min(points[2 * foot, 1] - floor[2 * foot], points[2 * foot + 1, 1] - floor[2 * foot + 1])
+    return lowest > AIRBORNE_HEIGHT
+
+
+@njit
+def settle_character(foot, progress, steps, start, pins, targets, floor, dt, duration, height, tolerance, max_steps,
+                     goals, stepping):
+    """One tick of one settling character; returns (foot, progress, steps).
+
+    `pins` [4, 3]: where the feet not stepping are held (a finished step pins its foot on its targets,
+    in place); `targets` [4, 3]: the standing places now (`stance_point`); `start` [2, 3]: where the
+    stepping foot started (written when a step starts); `floor` [4]: the floor levels. Writes `goals`
+    [4, 3] (the pins, or the stepping foot's arc toward its current targets) and `stepping` [4] bool.
+    A step starts on a foot left in the air, else on the foot farther from its place, while that is
+    more than `tolerance` away and fewer than `max_steps` were taken; a foot waiting in the air while
+    the other steps comes straight down to the floor (LANDING_SPEED)."""
+    if foot >= 0:
+        progress += dt / max(duration, 1e-6)
+        if progress >= 1.0:
+            for joint in range(2 * foot, 2 * foot + 2):
+                for k in range(3):
+                    pins[joint, k] = targets[joint, k]
+            foot, progress = -1, 0.0
+    if foot < 0 and steps < max_steps:
+        gaps = (_foot_gap(pins, targets, 0), _foot_gap(pins, targets, 1))
+        chosen = 0 if gaps[0] >= gaps[1] else 1
+        up = (_airborne(pins, floor, 0), _airborne(pins, floor, 1))
+        if up[0] != up[1]:
+            chosen = 0 if up[0] else 1
+        if gaps[chosen] > tolerance or up[chosen]:
+            foot, progress, steps = chosen, 0.0, steps + 1
+            for k in range(2):
+                for c in range(3):
+                    start[k, c] = pins[2 * chosen + k, c]
+    for joint in range(4):
+        in_step = foot >= 0 and joint // 2 == foot
+        stepping[joint] = in_step
+        if not in_step and pins[joint, 1] > floor[joint]:  # a waiting foot left in the air comes down
+            pins[joint, 1] = floor[joint] + max(pins[joint, 1] - floor[joint] - LANDING_SPEED * dt, 0.0)
+        if in_step:
+            point = arc_point((start[joint % 2, 0], start[joint % 2, 1], start[joint % 2, 2]),
+                              (targets[joint, 0], targets[joint, 1], targets[joint, 2]), progress, height)
+        else:
+            point = (pins[joint, 0], pins[joint, 1], pins[joint, 2])
+        goals[joint, 0], goals[joint, 1], goals[joint, 2] = point[0], point[1], point[2]
+    return foot, progress, steps
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched
 
 
 def stance_targets(hips_xz, body_yaw, stance) -> np.ndarray:
@@ -53,60 +150,57 @@ def stance_targets(hips_xz, body_yaw, stance) -> np.ndarray:
     return world
 
 
-def foot_gaps(pins, targets) -> np.ndarray:
-    """[B, 2]: each foot's largest horizontal distance (ankle or toe) from its standing place."""
-    gap = np.linalg.norm((np.asarray(pins) - np.asarray(targets))[..., [0, 2]], axis=-1)
-    return np.stack([gap[:, list(joints)].max(axis=-1) for joints in FEET], axis=-1)
+@njit
+def _arcs(start, end, progress, height, out):
+    for b in range(start.shape[0]):
+        for k in range(start.shape[1]):
+            point = arc_point((start[b, k, 0], start[b, k, 1], start[b, k, 2]),
+                              (end[b, k, 0], end[b, k, 1], end[b, k, 2]), progress[b], height)
+            out[b, k, 0], out[b, k, 1], out[b, k, 2] = point[0], point[1], point[2]
 
 
 def step_arc(start, end, progress, height: float = STEP_HEIGHT) -> np.ndarray:
-    """Positions [B, 2, 3] along a step from `start` to `end` at `progress` [B] in [0, 1]: the ground
-    path eases in and out (smoothstep), the foot lifts by height * sin(pi * progress)."""
-    t = np.clip(np.asarray(progress, float), 0.0, 1.0)[:, None, None]
-    ease = t * t * (3.0 - 2.0 * t)
-    positions = start + ease * (end - start)
-    positions[..., 1] += height * np.sin(np.pi * t[..., 0])
-    return positions
+    """`arc_point` for B steps: start, end [B, K, 3], progress [B] -> positions [B, K, 3]."""
+    start = np.ascontiguousarray(start, dtype=float)
+    end = np.ascontiguousarray(np.broadcast_to(end, start.shape), dtype=float)
+    out = np.empty(start.shape)
+    _arcs(start, end, np.ascontiguousarray(np.broadcast_to(np.asarray(progress, float), start.shape[:1])),
+          float(height), out)
+    return out
 
 
-def advance(state: SettleState, settling, pins, targets, dt: float,
-            duration: float = STEP_DURATION_S) -> tuple[SettleState, np.ndarray, np.ndarray]:
-    """One tick. `settling` [B] bool: the character stands and should settle; `pins` [B, 4, 3] where the
-    feet are held now; `targets` [B, 4, 3] their standing places (`stance_targets`).
+@njit
+def _advance(active, foot, progress, start, steps, pins, targets, floor, dt, duration, height, tolerance, max_steps,
+             goals, stepping):
+    for b in range(active.shape[0]):
+        if not active[b]:
+            foot[b], progress[b], steps[b] = -1, 0.0, 0
+            goals[b, :, :] = pins[b]
+            stepping[b, :] = False
+            continue
+        foot[b], progress[b], steps[b] = settle_character(foot[b], progress[b], steps[b], start[b], pins[b], targets[b],
+                                                          floor, dt, duration, height, tolerance, max_steps, goals[b],
+                                                          stepping[b])
 
-    Returns (state, goals [B, 4, 3], stepping [B, 4] bool): where each contact joint should be (the pin,
-    or the arc of the stepping foot) and which joints are in a step. A step ends on its target (the
-    caller pins the foot there); the next starts on the foot farther from its place, while it is more
-    than STEP_TOLERANCE away and fewer than MAX_STEPS were taken. A character that stops settling
-    (the stick moves again) finishes nothing: its feet go back to the network at once."""
-    pins, targets = np.asarray(pins, float), np.asarray(targets, float)
+
+def advance(state: SettleState, settling, pins, targets, dt: float, duration: float = STEP_DURATION_S,
+            height: float = STEP_HEIGHT, floor=None, tolerance: float = STEP_TOLERANCE,
+            max_steps: int = MAX_STEPS) -> tuple[SettleState, np.ndarray, np.ndarray]:
+    """One tick of B characters (`settle_character`). `settling` [B] bool: the character stands and
+    should settle; `pins` [B, 4, 3] where the feet are held now; `targets` [B, 4, 3] their standing
+    places (`stance_targets`); `floor` [4] the floor levels (default: the targets' heights).
+
+    Returns (state, goals [B, 4, 3], stepping [B, 4] bool): where each contact joint should be (the
+    pin, the target a step just reached, or the arc of the stepping foot) and which joints are in a
+    step; the caller pins the joints not stepping at their goals. A character that stops settling
+    (the stick moves again) finishes nothing: its goals are its pins."""
+    pins = np.array(pins, dtype=float)
+    targets = np.ascontiguousarray(targets, dtype=float)
     active = np.asarray(settling, bool)
-    foot, progress = state.foot.copy(), state.progress.copy()
-    start, end, steps = state.start.copy(), state.end.copy(), state.steps.copy()
-    foot[~active], progress[~active], steps[~active] = -1, 0.0, 0
-
-    stepping = foot >= 0
-    progress[stepping] += dt / duration
-    goals = pins.copy()
-    done = stepping & (progress >= 1.0)
-    for index, joints in enumerate(FEET):
-        moving = stepping & (foot == index)
-        if moving.any():
-            goals[np.ix_(moving, joints)] = step_arc(start[moving], end[moving], progress[moving])
-    foot[done], progress[done] = -1, 0.0
-
-    gaps = foot_gaps(goals, targets)
-    choose = active & (foot < 0) & (steps < MAX_STEPS) & (gaps.max(axis=-1) > STEP_TOLERANCE)
-    if choose.any():
-        which = np.argmax(gaps, axis=-1)
-        for index, joints in enumerate(FEET):
-            picked = choose & (which == index)
-            if picked.any():
-                start[picked] = goals[np.ix_(picked, joints)]
-                end[picked] = targets[np.ix_(picked, joints)]
-                foot[picked] = index
-                steps[picked] += 1
-    in_step = np.zeros(pins.shape[:2], bool)
-    for index, joints in enumerate(FEET):
-        in_step[:, list(joints)] = (foot == index)[:, None]
-    return SettleState(active, foot, progress, start, end, steps), goals, in_step
+    floor = targets[0, :, 1].copy() if floor is None else np.asarray(floor, float)
+    foot, progress = state.foot.astype(np.int64), state.progress.astype(float)
+    start, steps = np.array(state.start, dtype=float), state.steps.astype(np.int64)
+    goals, stepping = np.empty(pins.shape), np.zeros(pins.shape[:2], bool)
+    _advance(active, foot, progress, start, steps, pins, targets, np.ascontiguousarray(floor), float(dt),
+             float(duration), float(height), float(tolerance), int(max_steps), goals, stepping)
+    return SettleState(active.copy(), foot, progress, start, steps), goals, stepping

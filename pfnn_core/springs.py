@@ -89,6 +89,13 @@ def spring_angle_update(angle, angular_velocity, goal_angle, halflife, dt):
     return tuple(part.reshape(shape) for part in out)
 
 
+def remaining_travel(velocity, acceleration, halflife) -> np.ndarray:
+    """How far [..., 2] a velocity spring (`spring_velocity_step`) still moves while it comes to rest
+    (goal velocity 0): acceleration / rate^2 + 2 velocity / rate, the limit of its position."""
+    rate = HALFLIFE_TO_RATE / max(float(halflife), 1e-6)
+    return np.asarray(acceleration, dtype=float) / (rate * rate) + 2.0 * np.asarray(velocity, dtype=float) / rate
+
+
 def trajectory_blend_weights(count: int, bias) -> np.ndarray:
     """w(t) = 1 - (1 - t)^bias at t = k / count, k = 1..count: the weight of the COMMAND against the
     network's own predicted trajectory [PFNN]. `bias` [...] -> weights [..., count]."""

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pfnn_core.control import (DriftErrors, advance_phase_by_network, advance_phase_by_speed, correct_drift,
-                               move_amount, root_motion, speed_warp, stand_amount)
+from pfnn_core.control import (START_SHAPE, DriftErrors, advance_phase_by_network, advance_phase_by_speed,
+                               correct_drift, move_amount, root_motion, speed_warp, stand_amount)
 from pfnn_core.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
@@ -81,11 +81,12 @@ def test_stand_amount_and_stand_speed_zero_meaning_no_scaling():
 
 
 def _motion(settings, predicted_local, predicted_yaw_rate, command_velocity, command_yaw, root_yaw=0.3, warp=1.0,
-            drift=None):
+            drift=None, released=False, strafe=False, stood=None):
     return root_motion(np.array([[1.0, 0.0, 2.0]]), np.array([root_yaw]), np.array([predicted_local]),
                        np.array([predicted_yaw_rate]), np.array([command_velocity]), np.array([command_yaw]),
                        np.array([np.hypot(*command_velocity)]), np.array([warp]), drift or DriftErrors.empty(1),
-                       settings, DT, 10 / 60.0)
+                       settings, DT, 10 / 60.0, np.array([released]), np.array([strafe]),
+                       None if stood is None else np.asarray(stood, float)[None])
 
 
 def test_bare_root_motion_is_the_networks_prediction():
@@ -115,3 +116,36 @@ def test_root_motion_divides_the_prediction_by_the_speed_warp_and_corrects_drift
     # The first tick's error (1.0 - 0.5) is the whole mean: the corrected motion is the command.
     np.testing.assert_allclose(motion.velocity[0], [0.0, 0.5], atol=1e-12)
     np.testing.assert_allclose(motion.speed[0], [0.5, 1.0], atol=1e-12)
+
+
+def test_a_strafe_keeps_the_networks_speed_and_corrects_only_its_direction():
+    """Strafing with `strafe_speed_correction` 0, drift correction removes the error across the commanded
+    direction (the network side-stepping off course) but leaves its speed: a network that side-steps at
+    0.6 m/s where 1.0 is asked moves at 0.6 along the command, blended half-way to 1.0 by the command."""
+    settings = RuntimeSettings(root_motion_from_command=0.5, drift_window=60, stand_speed=0.0)
+    # root yaw 0: root frame = world; the command is +X at 1 m/s, the network goes 0.6 along +X and 0.3 forward
+    args = (settings, [0.6, 0.3], 0.0, [1.0, 0.0], 0.0)
+    strafing = _motion(*args, root_yaw=0.0, strafe=True)
+    np.testing.assert_allclose(strafing.velocity[0], [0.5 * 0.6 + 0.5 * 1.0, 0.0], atol=1e-12)
+    forward = _motion(*args, root_yaw=0.0, strafe=False)
+    np.testing.assert_allclose(forward.velocity[0], [1.0, 0.0], atol=1e-12)  # walking: the speed is corrected too
+    settings.strafe_speed_correction = 1.0
+    np.testing.assert_allclose(_motion(*args, root_yaw=0.0, strafe=True).velocity[0], [1.0, 0.0], atol=1e-12)
+
+
+def test_a_released_stick_moves_the_root_by_the_command_alone_and_a_start_leans_on_it():
+    settings = RuntimeSettings(root_motion_from_command=0.5, drift_window=0, stand_speed=0.0)
+    args = (settings, [0.0, 0.2], 0.0, [0.0, 0.8], 0.0)
+    assert _motion(*args, root_yaw=0.0).velocity[0, 1] == pytest.approx(0.5)  # half network, half command
+    # released (the spring still carries the last command): the command alone, the network ignored
+    assert _motion(*args, root_yaw=0.0, released=True).velocity[0, 1] == pytest.approx(0.8)
+    settings.settle_steps = False
+    assert _motion(*args, root_yaw=0.0, released=True).velocity[0, 1] == pytest.approx(0.5)
+    # starting: the share of the last second stood s leans the blend by s ** START_SHAPE toward the command
+    stood = np.r_[np.ones(45), np.zeros(15)]  # stood 3/4 of the last second
+    lean = 0.5 + 0.5 * 0.75 ** START_SHAPE
+    assert _motion(*args, root_yaw=0.0, stood=stood).velocity[0, 1] == pytest.approx(lean * 0.8 + (1 - lean) * 0.2)
+    assert _motion(*args, root_yaw=0.0, stood=np.zeros(60)).velocity[0, 1] == pytest.approx(0.5)
+    assert _motion(*args, root_yaw=0.0, stood=stood, strafe=True).velocity[0, 1] == pytest.approx(0.5)
+    settings.start_from_command = False
+    assert _motion(*args, root_yaw=0.0, stood=stood).velocity[0, 1] == pytest.approx(0.5)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pfnn_core.controller import command_from_stick, command_from_world_move, stick_from_keys
+from pfnn_core.controller import command_from_stick, command_from_world_move, full_stick_speed, stick_from_keys
 from pfnn_core.settings import RuntimeSettings
 
 
@@ -53,3 +53,17 @@ def test_strafe_keeps_given_facing_or_the_camera_direction():
     world = command_from_world_move([1, 0], True, settings, facing=[0, 1])
     np.testing.assert_allclose(world.desired_velocity, [settings.run_speed, 0])
     assert world.strafe and world.gait == "run"
+
+
+def test_strafing_moves_at_the_side_step_and_backward_walk_speeds_by_the_angle_to_the_facing():
+    settings = RuntimeSettings(walk_speed=1.2, side_step_speed=0.9, walk_back_speed=0.6, run_speed=3.0)
+    facing = np.array([0.0, 1.0])
+    speeds = {angle: np.linalg.norm(command_from_world_move([np.sin(np.radians(angle)), np.cos(np.radians(angle))],
+                                                            False, settings, facing=facing).desired_velocity)
+              for angle in (0, 45, 90, 135, 180, -90)}
+    assert speeds[0] == pytest.approx(1.2) and speeds[90] == pytest.approx(0.9) and speeds[180] == pytest.approx(0.6)
+    assert speeds[45] == pytest.approx(1.05) and speeds[135] == pytest.approx(0.75) and speeds[-90] == pytest.approx(0.9)
+    half = command_from_world_move([0.5, 0.0], False, settings, facing=facing)
+    assert np.linalg.norm(half.desired_velocity) == pytest.approx(0.45)  # half a stick sideways
+    assert full_stick_speed(np.array([1.0, 0.0]), None, False, settings) == 1.2  # not strafing: the walk
+    assert full_stick_speed(np.array([0.0, -1.0]), facing, True, settings) == 3.0  # running: the run

@@ -148,3 +148,28 @@ def test_a_crowd_runs_the_script_with_offsets_and_writes_one_bvh_each(random_che
     assert (tmp_path / "c" / "motion.bvh").is_file() and not (tmp_path / "c" / "crowd").exists()
     assert main(["--script", str(ROOT / "scripts" / "drives" / "idle.json"), "--out", str(tmp_path / "c"),
                  "--model", str(random_checkpoint), "--crowd", "0"]) == 2
+
+
+def test_a_style_segment_brings_the_styles_full_stick_speeds(random_checkpoint, tmp_path):
+    import torch
+
+    from pfnn_core.checkpoint import save_checkpoint
+    from pfnn_core.model import PFNN, ModelConfig
+
+    base = load_checkpoint(random_checkpoint)
+    stats = {"elderly": {"walk": 0.7, "run": 1.4, "slowest_walk": 0.5, "side_step": 0.6, "walk_back": 0.5},
+             "normal": {"walk": 1.1, "run": 2.8, "slowest_walk": 1.0, "side_step": 1.0, "walk_back": 0.9}}
+    torch.manual_seed(0)
+    model = PFNN(ModelConfig(**{**base.config.to_dict(), "num_styles": 2}))
+    path = save_checkpoint(tmp_path / "styles.safetensors", model, base.layout, base.norm,
+                           {**base.meta, "styles": {"names": ["elderly", "normal"], "stats": stats}})
+    script = {"name": "styles", "segments": [
+        {"duration": 0.5, "move": [0, 1]},
+        {"duration": 0.5, "move": [0, 1], "style": "elderly"},
+        {"duration": 0.5, "move": [0, 1], "run": True},
+        {"duration": 0.5, "move": [1, 0], "face": [0, 1], "style": {"elderly": 0.5, "normal": 0.5}},
+    ]}
+    result = run_drive(script, load_checkpoint(path), None)
+    speed = np.hypot(result.log["cmd_vx"], result.log["cmd_vz"])
+    np.testing.assert_allclose(speed[[0, 40, 70, 100]], [1.1, 0.7, 1.4, 0.8])  # normal walk, elderly walk and
+    assert result.log["style"][0] == "normal" and result.log["style"][40] == "elderly"  # run, a half-half side-step

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pfnn_core.ik import (aim_at_reach, empty_foot_locks, fade_weight, foot_rotation_toward, foot_targets,
-                          locked_positions, two_bone_ik, update_foot_locks)
+from pfnn_core.ik import (RELEASE_ACCELERATION, aim_at_reach, empty_foot_locks, fade_weight, foot_rotation_toward,
+                          foot_targets, release_duration, two_bone_ik, update_foot_locks)
 from pfnn_core.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
 
 THIGH = np.array([0.0, -0.45, 0.03])
@@ -98,27 +98,73 @@ def test_fade_weight_halves_the_gap_per_halflife():
     assert fade_weight(1.0, 0.0, halflife=0.1, dt=0.2) == pytest.approx(0.25)
 
 
-def test_foot_lock_pins_on_contact_and_releases():
+def _locks(locks, foot, contacts, **kwargs):
+    options = dict(threshold=0.5, release_time=0.15, release_distance=0.2, dt=1 / 60)
+    options.update(kwargs)
+    return update_foot_locks(locks, foot, contacts, **options)
+
+
+def test_foot_lock_pins_on_contact_and_drags_on_its_leash():
     locks = empty_foot_locks((1,), 2)
-    dt = 1 / 60
     foot = np.array([[[0.0, 0.1, 0.0], [0.3, 0.1, 0.0]]])
     contacts = np.array([[0.9, 0.1]])
-    locks = update_foot_locks(locks, foot, contacts, np.zeros((1, 2)), 0.5, 0.02, 0.2, dt)
+    locks, shown = _locks(locks, foot, contacts)
     assert locks.active.tolist() == [[True, False]]
     np.testing.assert_allclose(locks.target[0, 0], foot[0, 0])
-    # The network's foot slides 5 cm; after the fade-in the displayed foot stays on the pin.
+    # The network's foot slides 5 cm; the shown foot stays on the pin.
     for _ in range(30):
-        locks = update_foot_locks(locks, foot + [0.05, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
-    np.testing.assert_allclose(locked_positions(foot + [0.05, 0, 0], locks)[0, 0], foot[0, 0], atol=1e-3)
+        locks, shown = _locks(locks, foot + [0.05, 0, 0], contacts)
+    np.testing.assert_allclose(shown[0, 0], foot[0, 0], atol=1e-12)
     assert locks.weight[0, 1] == 0.0
+    np.testing.assert_allclose(shown[0, 1], foot[0, 1] + [0.05, 0, 0])  # a free joint is the network's
     # The network's foot moving 0.5 m away while still in contact drags the pin on a 0.2 m leash: it
     # stays pinned, 0.2 m behind the network's foot, at its own height.
-    dragged = update_foot_locks(locks, foot + [0.5, 0, 0], contacts, contacts, 0.5, 0.02, 0.2, dt)
-    assert dragged.active[0, 0] and dragged.weight[0, 0] == pytest.approx(1.0, abs=1e-3)
+    dragged, shown = _locks(locks, foot + [0.5, 0, 0], contacts)
+    assert dragged.active[0, 0] and dragged.weight[0, 0] == 1.0
     np.testing.assert_allclose(dragged.target[0, 0], foot[0, 0] + [0.3, 0, 0], atol=1e-12)
-    # Contact ending fades the pin out.
-    ended = update_foot_locks(locks, foot, np.zeros((1, 2)), contacts, 0.5, 0.02, 0.2, dt)
-    assert not ended.active[0, 0]
+
+
+def test_a_released_pin_fades_relative_to_the_body():
+    """When the contact ends the shown foot keeps its offset from the network's foot, and the offset fades
+    out (smoothstep) over the release time: a body walking on carries the released foot along instead of
+    leaving it behind in the world (no drag, no glide back)."""
+    dt, release = 1 / 60, 0.15
+    foot = np.array([[[0.0, 0.1, 0.0]]])
+    locks, _ = _locks(empty_foot_locks((1,), 1), foot, np.array([[0.9]]), release_time=release)
+    offset = np.array([-0.1, 0.0, 0.0])  # the body walked on: the network's foot is 10 cm ahead of the pin
+    shown_path = []
+    for tick in range(int(round(release / dt)) + 3):
+        # the body (and the network's lifting foot) keeps moving at 1.2 m/s
+        network_foot = foot - offset + [0.02 * tick, 0.01 * tick, 0.0]
+        locks, shown = _locks(locks, network_foot, np.array([[0.1]]), release_time=release)
+        shown_path.append(shown[0, 0] - network_foot[0, 0])
+        assert not locks.active[0, 0]
+    kept = np.array(shown_path)[:, 0] / offset[0]
+    weights = 1.0 - dt / release * np.arange(len(kept))
+    expected = np.clip(weights, 0, 1) ** 2 * (3 - 2 * np.clip(weights, 0, 1))
+    np.testing.assert_allclose(kept, expected, atol=1e-9)  # the offset follows the smoothstep fade
+    assert kept[0] == pytest.approx(1.0) and kept[-1] == 0.0  # continuous at the release, gone after it
+
+
+def test_a_large_release_offset_fades_over_a_longer_time():
+    offset = np.array([0.4, 0.0, 0.0])
+    assert release_duration(offset, 0.15) == pytest.approx(np.sqrt(6 * 0.4 / RELEASE_ACCELERATION))
+    assert release_duration(offset * 0.01, 0.15) == 0.15
+
+
+def test_a_pin_near_the_floor_is_brought_onto_it_and_one_in_the_air_does_not_start():
+    floor = np.array([[0.04, 0.12]])
+    foot = np.array([[[0.0, 0.06, 0.0], [0.0, 0.30, 0.0]]])  # toe 2 cm above its floor, ankle 18 cm up
+    contacts = np.array([[0.9, 0.9]])
+    locks = empty_foot_locks((1,), 2)
+    heights = []
+    for _ in range(30):
+        locks, shown = _locks(locks, foot, contacts, floor=floor, start_height=0.05, snap_height=0.03)
+        heights.append(shown[0, 0, 1])
+    assert locks.active.tolist() == [[True, False]]  # the raised ankle is not pinned in the air
+    assert heights[0] == pytest.approx(0.04 + 0.02 * 0.5 ** (1 / 60 / 0.03))  # the gap closes smoothly...
+    assert np.all(np.diff(heights) <= 0) and heights[-1] == 0.04  # ...and then exactly
+    np.testing.assert_allclose(shown[0, 1], foot[0, 1])
 
 
 def test_foot_targets_and_rotation():

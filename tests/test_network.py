@@ -122,3 +122,24 @@ def test_cuda_and_cpu_networks_agree(random_checkpoint):
     cpu.set_beta(5.0)
     x, phase = _inputs(cpu, 7)
     np.testing.assert_allclose(cuda.predict(x, phase), cpu.predict(x, phase), rtol=1e-4, atol=1e-4)
+
+
+def test_stride_lengths_follow_each_styles_statistics(walk_motion, tmp_path):
+    from tests.conftest import make_random_checkpoint
+
+    strides = {"short": {"speed": [0.5, 1.5], "stride_length": [0.6, 1.0]},
+               "long": {"speed": [1.0, 2.0], "stride_length": [1.4, 1.8]}}
+    meta = {"styles": {"names": ["short", "long", "bare"],
+                       "stats": {name: {"stride": stride} for name, stride in strides.items()}},
+            "stride": {"speed": [1.0], "stride_length": [1.2]}}
+    path = make_random_checkpoint(walk_motion, tmp_path / "strides.safetensors", extra_meta=meta)
+    checkpoint = load_checkpoint(path)
+    config = ModelConfig(**{**checkpoint.config.to_dict(), "num_styles": 3})
+    styled = save_checkpoint(tmp_path / "styled.safetensors", PFNN(config), checkpoint.layout, checkpoint.norm,
+                             checkpoint.meta)
+    network = Network(load_checkpoint(styled), device="cpu")
+    speed = np.array([1.0, 1.0, 1.0, 1.0, 3.0])
+    style = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.5, 0.5, 0], [0, 1, 0]], float)
+    # 'short' at 1.0 m/s: 0.8 m; 'long': 1.4 m; 'bare' (no statistics): the pooled 1.2 m; a half blend
+    # 1.1 m; beyond the data the longest stride is held
+    np.testing.assert_allclose(network.stride_length(speed, style), [0.8, 1.4, 1.2, 1.1, 1.8], atol=2e-3)

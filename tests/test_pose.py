@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pfnn_core import mat3
+from pfnn_core import features, mat3, settle
 from pfnn_core.ik import FootLocks
 from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.pose import (fit_rotations_to_positions, forward_kinematics_global, place_feet, pose_from_prediction,
@@ -121,11 +121,11 @@ def test_place_feet_pins_a_planted_foot_and_keeps_the_floor(walk_motion):
     feet = pose.positions[0, plan.contact_joints]
     pin = feet[0] + [0.05, 0.0, 0.03]  # the left ankle is pinned 6 cm away from where the network put it
     locks = FootLocks(np.array([[pin, feet[1], feet[2], feet[3]]]), np.array([[1.0, 0.0, 0.0, 0.0]]),
-                      np.array([[True, False, False, False]]))
+                      np.array([[True, False, False, False]]), np.zeros((1, 4, 3)))
     contacts = np.array([[0.9, 0.1, 0.1, 0.1]])
     floor = feet[:, 1] + np.array([0.0, 0.0, 0.0, 0.05])  # the right toe's floor is 5 cm above it
     settings = RuntimeSettings()
-    placed = place_feet(pose, np.zeros((1, 3)), np.zeros(1), contacts, contacts, locks, settings, floor, 1 / 60, plan)
+    placed = place_feet(pose, np.zeros((1, 3)), np.zeros(1), contacts, locks, settings, floor, 1 / 60, plan)
     shown = placed.positions[0, plan.contact_joints]
     np.testing.assert_allclose(shown[0], pin, atol=1e-3)
     assert shown[3, 1] == pytest.approx(floor[3], abs=1e-3)
@@ -138,5 +138,75 @@ def test_place_feet_pins_a_planted_foot_and_keeps_the_floor(walk_motion):
     off = RuntimeSettings(ik_enabled=False, floor_clamp=False)
     pose = pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, 1 / 60, True, plan)
     untouched = pose.positions.copy()
-    placed = place_feet(pose, np.zeros((1, 3)), np.zeros(1), contacts, contacts, locks, off, floor, 1 / 60, plan)
+    placed = place_feet(pose, np.zeros((1, 3)), np.zeros(1), contacts, locks, off, floor, 1 / 60, plan)
     np.testing.assert_array_equal(placed.positions, untouched)
+
+
+def _standing_stance(floor, plan):
+    """A standing stance (body frame: x along the hip line to the left, z forward) at the floor levels,
+    each toe straight ahead of its ankle at the foot's length."""
+    stance = np.array([[0.09, 0.0, -0.07], [0.09, 0.0, 0.0], [-0.09, 0.0, -0.07], [-0.09, 0.0, 0.0]])
+    stance[:, 1] = floor
+    for leg, (_, _, _, toe) in enumerate(plan.legs):
+        drop = floor[2 * leg] - floor[2 * leg + 1]
+        stance[2 * leg + 1, 2] = stance[2 * leg, 2] + np.sqrt(np.sum(plan.offsets[toe] ** 2) - drop ** 2)
+    return stance
+
+
+def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_hips(walk_motion):
+    """A synthetic stop: the network holds a mid-stride pose, the feet are pinned where the stride left
+    them. The feet step one at a time, the one farther from its place first, each in a lifted arc, the
+    other held still; within two steps every contact joint sits on its place of the stance under the
+    hips, on its floor level. Moving the stick again releases the pins relative to the body."""
+    plan, dt = _plan(walk_motion), 1 / 60
+    _, clip = forward_kinematics(walk_motion.rotations, walk_motion.positions, walk_motion.parents)
+    floor = np.percentile(clip[:, plan.contact_joints, 1], 5, axis=0)  # the clip's planted heights
+    stance = _standing_stance(floor, plan)
+    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
+    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
+
+    def network_pose():
+        return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
+
+    network = network_pose().positions
+    origin, yaw = features.body_frames(network, walk_motion.names, walk_motion.parents)
+    targets = settle.stance_targets(origin[:, [0, 2]], yaw, stance)[0]
+    shown = network.copy()
+    feet = shown[0, plan.contact_joints]
+    locks = FootLocks(feet[None].copy(), np.ones((1, 4)), np.ones((1, 4), bool), np.zeros((1, 4, 3)))
+    gaps = np.linalg.norm(feet - targets, axis=-1)
+    far_foot = int(np.argmax([gaps[:2].max(), gaps[2:].max()]))
+    state, settings = settle.idle_state(1), RuntimeSettings()
+    contacts = np.full((1, 4), 0.9)
+    track, stepping = [], []
+    for _ in range(60):
+        placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), contacts, locks, settings, floor, dt, plan,
+                            np.array([True]), state, shown, np.zeros((1, 2)), stance)
+        locks, state, shown = placed.locks, placed.settle, placed.positions
+        track.append(shown[0, plan.contact_joints].copy())
+        stepping.append(int(state.foot[0]))
+    track, stepping = np.array(track), np.array(stepping)
+    np.testing.assert_allclose(track[-1], targets, atol=2e-3)
+    assert stepping[stepping >= 0][0] == far_foot and 1 <= state.steps[0] <= 2
+    finished = np.flatnonzero(np.abs(track - track[-1]).max(axis=(1, 2)) > 1e-6)[-1] + 1
+    assert finished * dt <= 2 * settings.settle_step_time + 2 * dt
+    for foot in (0, 1):  # while one foot steps the other stays where it is
+        waiting = (stepping >= 0) & (stepping != foot)
+        joints = [2 * foot, 2 * foot + 1]
+        still = np.abs(np.diff(track[:, joints], axis=0)).max(axis=(1, 2))[waiting[1:] & waiting[:-1]]
+        assert still.size == 0 or still.max() < 1e-9
+    lift = track[stepping == far_foot][:, [2 * far_foot, 2 * far_foot + 1], 1] - floor[[2 * far_foot, 2 * far_foot + 1]]
+    assert lift.max() > 0.5 * settings.settle_step_height
+    # The stick moves: the pins let go relative to the body, without a jump, and fade into the network's feet.
+    contacts = np.full((1, 4), 0.1)
+    released = []
+    for _ in range(int(round(settings.lock_release_time / dt)) + 2):
+        placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), contacts, locks, settings, floor, dt, plan,
+                            np.array([False]), state, shown, np.zeros((1, 2)), stance)
+        locks, state, shown = placed.locks, placed.settle, placed.positions
+        released.append(shown[0, plan.contact_joints].copy())
+    np.testing.assert_allclose(released[0], track[-1], atol=1e-9)
+    free = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), contacts, locks,
+                      RuntimeSettings(foot_locking=False), floor, dt, plan)  # the network's feet, on the floor
+    np.testing.assert_allclose(released[-1], free.positions[0, plan.contact_joints], atol=1e-9)
+    assert np.abs(np.diff(released, axis=0)).max() < 0.03  # no jump along the way

@@ -11,7 +11,8 @@ from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
 from pfnn_core.controller import CommandBatch, command_from_world_move, stand_command
 from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.model import PFNN, ModelConfig
-from pfnn_core.quat import quat_from_yaw, quat_to_yaw
+from pfnn_core.evaluation import measures
+from pfnn_core.quat import quat_from_yaw, quat_to_yaw, wrap_angle
 from pfnn_core.runtime import Character, local_pose, placed, step
 from pfnn_core.settings import RuntimeSettings
 
@@ -140,23 +141,72 @@ def test_reset_and_swap_model_keep_the_character_in_place(random_checkpoint):
     np.testing.assert_allclose(character.state.root_rot, quat_from_yaw([np.pi / 2]), atol=1e-12)
 
 
-def test_a_settled_state_moved_elsewhere_equals_settling_there(random_checkpoint):
-    checkpoint = load_checkpoint(random_checkpoint)
+# The bundled mocap's standing stance (contact joints relative to the hips, body frame) and floor levels,
+# as training stores them in a checkpoint (`meta["stance"]`, `meta["floor_heights"]`).
+STANCE = [[0.0882, 0.1174, -0.0669], [0.0964, 0.0425, 0.0232], [-0.0684, 0.1175, -0.0759], [-0.0744, 0.0426, 0.0144]]
+FLOOR = [0.1178, 0.0438, 0.1209, 0.0451]
+
+
+@pytest.fixture(scope="module")
+def stance_checkpoint(walk_motion, tmp_path_factory):
+    from tests.conftest import make_random_checkpoint
+
+    return make_random_checkpoint(walk_motion, tmp_path_factory.mktemp("stance") / "stance.safetensors",
+                                  extra_meta={"stance": {"positions": STANCE}, "floor_heights": FLOOR})
+
+
+@pytest.mark.parametrize("settling", [False, True])
+def test_a_settled_state_moved_elsewhere_equals_settling_there(random_checkpoint, stance_checkpoint, settling):
+    checkpoint = load_checkpoint(stance_checkpoint if settling else random_checkpoint)
     here = Character(checkpoint)
-    there = placed(here.state, [[3.0, -2.0]], [2.0])
-    np.testing.assert_allclose(there.world_joint_pos, here.state.world_joint_pos @ np.array(
-        [[np.cos(2.0), 0, -np.sin(2.0)], [0, 1, 0], [np.sin(2.0), 0, np.cos(2.0)]]) + [3.0, 0.0, -2.0], atol=1e-12)
-    np.testing.assert_allclose(quat_to_yaw(there.root_rot), [2.0])
-    # Both then walk the same way relative to their own facing.
+    assert here.state.settle_active[0] == settling
     command = command_from_world_move([0.0, 1.0], False, here.settings)
     turned = command_from_world_move([np.sin(2.0), np.cos(2.0)], False, here.settings)
+    if settling:  # stopped mid-step: the settling state (the step's start, pins, offsets) moves along too
+        drive(here, command, 40)
+        drive(here, stand_command(), 5)
+        assert here.state.settle_foot[0] >= 0
+        command = turned = stand_command()
+    turn = np.array([[np.cos(2.0), 0, -np.sin(2.0)], [0, 1, 0], [np.sin(2.0), 0, np.cos(2.0)]])
+    there = placed(here.state, [[3.0, -2.0]], [2.0])
+    np.testing.assert_allclose(there.world_joint_pos, here.state.world_joint_pos @ turn + [3.0, 0.0, -2.0], atol=1e-12)
+    np.testing.assert_allclose(there.lock_target, here.state.lock_target @ turn + [3.0, 0.0, -2.0], atol=1e-12)
+    np.testing.assert_allclose(there.settle_start, here.state.settle_start @ turn + [3.0, 0.0, -2.0], atol=1e-12)
+    np.testing.assert_allclose(there.lock_offset, here.state.lock_offset @ turn, atol=1e-12)
+    np.testing.assert_allclose(quat_to_yaw(there.root_rot), wrap_angle(quat_to_yaw(here.state.root_rot) + 2.0))
+    # Both then go on the same way relative to their own facing.
     state_a, state_b = here.state, there
     for _ in range(30):
         state_a = step(state_a, command, here.settings, DT, here.network)
         state_b = step(state_b, turned, here.settings, DT, here.network)
-    local_a = (state_a.world_joint_pos - state_a.root_pos[:, None]) @ np.array(
-        [[np.cos(2.0), 0, -np.sin(2.0)], [0, 1, 0], [np.sin(2.0), 0, np.cos(2.0)]])
-    np.testing.assert_allclose(local_a, state_b.world_joint_pos - state_b.root_pos[:, None], atol=1e-6)
+    # (the placement node above the hips hangs unturned by its offset: not part of the body)
+    body = here.network.plan.body
+    local_a = (state_a.world_joint_pos[:, body] - state_a.root_pos[:, None]) @ turn
+    np.testing.assert_allclose(local_a, state_b.world_joint_pos[:, body] - state_b.root_pos[:, None], atol=1e-6)
+
+
+@shipped
+def test_a_stop_settles_both_feet_in_the_mocaps_stance_within_a_second(tmp_path):
+    """Walk, then let go of the stick: within 1 s both feet are planted and still on their floor levels,
+    in the mocap's standing stance under the hips, with no foot left hanging and no pose pop (judged by
+    the evaluation's own measures)."""
+    shipped_model = load_checkpoint(DEFAULT_MODEL)
+    meta = {**shipped_model.meta, "stance": {"positions": STANCE}, "floor_heights": FLOOR}
+    checkpoint = load_checkpoint(save_checkpoint(tmp_path / "stance.safetensors", shipped_model.model,
+                                                 shipped_model.layout, shipped_model.norm, meta))
+    character = Character(checkpoint)
+    network = character.network
+    drive(character, command_from_world_move([0.6, 0.8], False, character.settings), 100)  # stopped mid-stride
+    poses = np.array([character.tick(stand_command(), DT).world_joint_pos[0].copy() for _ in range(90)])
+    feet = poses[:, network.contact_joints]
+    assert measures.settle_time(feet, FLOOR, DT, 0) <= 1.0
+    one_second = slice(60, 61)
+    stance = measures.stance_error(feet[one_second], poses[one_second], network.names, network.parents, STANCE)
+    assert stance.max() <= 0.05
+    assert not measures.floating_feet(feet, FLOOR, DT)[0].any()
+    assert not measures.pose_pops(poses[::2]).any()  # at the mocap's 30 Hz
+    steps = character.state.settle_steps[0]
+    assert 1 <= steps <= 3
 
 
 def test_never_varying_input_features_are_held_at_their_training_value(random_checkpoint):

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from pfnn_core.settings import RuntimeSettings, tunable_fields
+from pfnn_core.settings import PRIOR_MINUTES, RuntimeSettings, style_speeds, tunable_fields
 
 
 def test_every_field_has_ui_metadata_and_a_default_inside_its_range():
@@ -23,7 +23,9 @@ def test_required_tunables_exist():
     names = {f.name for f in dataclasses.fields(RuntimeSettings)}
     for name in ("beta", "drift_window", "traj_halflife_pos", "traj_halflife_dir", "bias_pos", "bias_dir",
                  "walk_speed", "run_speed", "phase_mode", "pose_smoothing", "foot_locking", "contact_threshold",
-                 "lock_fade_halflife", "ik_enabled", "stand_speed", "root_motion_from_command"):
+                 "lock_release_time", "lock_release_distance", "floor_snap_height", "ik_enabled", "stand_speed",
+                 "root_motion_from_command", "settle_steps", "settle_step_time", "settle_step_height",
+                 "side_step_speed", "walk_back_speed", "strafe_speed_correction", "start_from_command"):
         assert name in names
 
 
@@ -123,6 +125,54 @@ def test_the_bare_network_preset():
     assert (settings.root_motion_from_command, settings.drift_window, settings.stand_speed) == (0.0, 0, 0.0)
     assert not (settings.foot_locking or settings.ik_enabled or settings.floor_clamp)
     assert (settings.phase_mode, settings.slow_walk_speed, settings.pose_smoothing) == ("network", 0.0, 0.0)
+    assert not (settings.settle_steps or settings.start_from_command)
     assert settings.walk_speed == 1.2 and settings.beta == 8.0  # the rest as for the model
     settings.validate()
     assert "0 = no stand scaling" in RuntimeSettings.__dataclass_fields__["stand_speed"].metadata["help"]
+
+
+def _style_meta():
+    """Two styles with hand-picked statistics: 'slow' has plenty of side-steps, 'brisk' a few seconds."""
+    def stats(walk, run, slowest, back, side, side_minutes, back_minutes):
+        return {"walk": walk, "run": run, "slowest_walk": slowest, "walk_back": back, "side_step": side,
+                "content_minutes": {"walk": 3.0, "walk-left": side_minutes / 2, "walk-right": side_minutes / 2,
+                                    "walk-back": back_minutes}}
+    return {"gait_speeds": {"walk": 1.1, "run": 2.8},
+            "styles": {"names": ["brisk", "slow"],
+                       "stats": {"brisk": stats(1.4, 3.4, 1.2, 1.3, 1.5, 0.1, 0.1),
+                                 "slow": stats(0.7, 1.4, 0.6, 0.5, 0.8, 0.3, 0.3)}}}
+
+
+def test_style_speeds_follow_the_style_blend_and_shrink_sparse_side_steps_toward_the_pool():
+    meta = _style_meta()
+    slow = style_speeds(meta, "slow")
+    assert (slow["walk_speed"], slow["run_speed"], slow["slow_walk_speed"]) == (0.7, 1.4, 0.6)
+    # side-steps pooled by minutes: (0.1 * 1.5 + 0.3 * 0.8) / 0.4 = 0.975; 'slow' has 0.3 min of its own:
+    # (0.3 * 0.8 + PRIOR_MINUTES * 0.975) / (0.3 + PRIOR_MINUTES)
+    assert slow["side_step_speed"] == pytest.approx((0.3 * 0.8 + PRIOR_MINUTES * 0.975) / (0.3 + PRIOR_MINUTES))
+    brisk = style_speeds(meta, "brisk")
+    assert brisk["side_step_speed"] == pytest.approx((0.1 * 1.5 + PRIOR_MINUTES * 0.975) / (0.1 + PRIOR_MINUTES))
+    half = style_speeds(meta, [0.5, 0.5])
+    assert half["walk_speed"] == pytest.approx(1.05) and half["run_speed"] == pytest.approx(2.4)
+    assert half["side_step_speed"] == pytest.approx(0.5 * (slow["side_step_speed"] + brisk["side_step_speed"]))
+    assert style_speeds(meta, 1) == slow
+    with pytest.raises(ValueError, match="unknown style 'fast'.*brisk"):
+        style_speeds(meta, "fast")
+    # without style statistics: the checkpoint's gait speeds, side-steps and backward walks at the walk speed
+    plain = style_speeds({"gait_speeds": {"walk": 1.2, "run": 3.3}})
+    assert plain == {"walk_speed": 1.2, "run_speed": 3.3, "side_step_speed": 1.2, "walk_back_speed": 1.2}
+
+
+def test_a_style_change_sets_the_styles_speeds_and_what_reset_restores():
+    meta = _style_meta()
+    settings = RuntimeSettings.from_checkpoint_meta(meta, style="brisk")
+    assert settings.walk_speed == 1.4 and settings.slow_walk_speed == 1.2
+    settings.fit_to_model(meta)
+    settings.apply_style(meta, "slow")
+    assert (settings.walk_speed, settings.run_speed, settings.slow_walk_speed) == (0.7, 1.4, 0.6)
+    settings.walk_speed, settings.beta = 0.9, 5.0
+    settings.reset()  # "Reset to defaults": the current style's speeds, the model's values for the rest
+    assert (settings.walk_speed, settings.run_speed, settings.beta) == (0.7, 1.4, 8.0)
+    bare = RuntimeSettings.bare_network(meta)
+    bare.apply_style(meta, "slow")
+    assert bare.walk_speed == 0.7 and bare.slow_walk_speed == 0.0  # the bare network never warps

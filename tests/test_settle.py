@@ -62,3 +62,47 @@ def test_steps_are_capped():
         # a caller that never pins the step's end (e.g. the body keeps moving): the feet keep "needing" steps
         state, goals, stepping = settle.advance(state, np.array([True]), pins, targets, DT)
     assert state.steps[0] == settle.MAX_STEPS
+
+
+def test_a_foot_left_in_the_air_steps_first_and_a_waiting_one_comes_down():
+    targets = settle.stance_targets(np.zeros((1, 2)), np.zeros(1), STANCE)
+    floor = STANCE[:, 1]
+    pins = targets.copy()
+    pins[0, 2:, 2] -= 0.30             # the right foot planted 30 cm behind: the farther one...
+    pins[0, :2, 1] += 0.06             # ...but the left one hangs 6 cm up, 5 cm ahead
+    pins[0, :2, 2] += 0.05
+    state, goals, stepping = settle.advance(settle.idle_state(1), np.array([True]), pins, targets, DT, floor=floor)
+    assert stepping[0].tolist() == [True, True, False, False]  # the foot in the air lands first
+    np.testing.assert_allclose(goals[0, :2], pins[0, :2])      # a step starts where the foot is (no jump)
+    # both feet in the air: the farther steps, the other comes straight down meanwhile
+    pins = targets.copy()
+    pins[0, :, 1] += 0.05
+    pins[0, 2:, 2] -= 0.3
+    state = settle.idle_state(1)
+    heights = []
+    for _ in range(int(settle.STEP_DURATION_S / DT) - 1):
+        state, goals, stepping = settle.advance(state, np.array([True]), pins, targets, DT, floor=floor)
+        pins = np.where(stepping[..., None], pins, goals)
+        heights.append(goals[0, :2, 1] - floor[:2])
+    assert stepping[0].tolist() == [False, False, True, True]
+    heights = np.array(heights)
+    np.testing.assert_allclose(heights[0], 0.05 - settle.LANDING_SPEED * DT)
+    assert np.all(np.diff(heights, axis=0) <= 0) and np.all(heights[-1] == 0.0)
+    np.testing.assert_allclose(goals[0, :2, [0, 2]], targets[0, :2, [0, 2]])  # straight down, not across
+
+
+def test_a_step_lands_where_its_targets_are_when_it_ends():
+    """The targets move with the hips (a body still slowing down): the stepping foot follows them and
+    lands on where they are at the end of the step."""
+    pins = settle.stance_targets(np.zeros((1, 2)), np.zeros(1), STANCE)
+    pins[0, 2:, 2] -= 0.3
+    state = settle.idle_state(1)
+    hips_z = 0.0
+    for _ in range(int(settle.STEP_DURATION_S / DT) + 1):
+        hips_z += 0.2 * DT  # the hips still move on at 0.2 m/s
+        targets = settle.stance_targets(np.array([[0.0, hips_z]]), np.zeros(1), STANCE)
+        state, goals, stepping = settle.advance(state, np.array([True]), pins, targets, DT)
+        pins = np.where(stepping[..., None], pins, goals)
+        if state.steps[0] == 1 and not stepping[0, 2]:
+            break
+    np.testing.assert_allclose(goals[0, 2:], targets[0, 2:], atol=1e-12)

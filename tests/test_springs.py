@@ -3,7 +3,7 @@ import pytest
 
 from pfnn_core.history import History
 from pfnn_core.settings import RuntimeSettings
-from pfnn_core.springs import (HALFLIFE_TO_RATE, SpringState, plan_trajectory, spring_angle_update,
+from pfnn_core.springs import (HALFLIFE_TO_RATE, SpringState, plan_trajectory, remaining_travel, spring_angle_update,
                                spring_velocity_update, trajectory_blend_weights)
 
 DT = 1.0 / 60.0
@@ -118,3 +118,12 @@ def test_history_replace_takes_other_characters_windows():
     mixed = history.replace(np.array([1]), other)
     np.testing.assert_array_equal(mixed.window[:, :, 0], [[1, 1], [7, 7], [3, 3]])
     np.testing.assert_array_equal(history.window[:, :, 0], [[1, 1], [2, 2], [3, 3]])
+
+
+def test_remaining_travel_is_where_a_spring_coming_to_rest_stops():
+    """A stop: the spring moving at 1.1 m/s and braking comes to rest `remaining_travel` further on."""
+    velocity, acceleration = np.array([1.1, -0.3]), np.array([-2.0, 0.5])
+    far, _, _ = spring_velocity_update(np.zeros(2), velocity, acceleration, np.zeros(2), 0.2, 10.0)
+    np.testing.assert_allclose(remaining_travel(velocity, acceleration, 0.2), far, atol=1e-9)
+    # a spring at constant speed: 2 v / rate
+    assert remaining_travel(1.0, 0.0, 0.2) == pytest.approx(2.0 * 0.2 / HALFLIFE_TO_RATE)
