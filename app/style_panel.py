@@ -19,7 +19,7 @@ from pfnn_core.inspect import MIN_STYLE_MINUTES
 
 DIM_COLOUR = imgui.ImVec4(0.65, 0.68, 0.74, 1.0)
 LITTLE_DATA_COLOUR = imgui.ImVec4(0.98, 0.66, 0.30, 1.0)
-VISIBLE_ROWS = 7  # the list scrolls past this many styles
+VISIBLE_ROWS = 9  # the list scrolls past this many styles
 ONE_HOT = 1.0 - 1e-6  # a weight this close to 1 is one style alone
 
 
@@ -128,25 +128,26 @@ def _speed(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _style_combo(state, label: str, name: str, current: str) -> tuple[bool, str]:
+def _style_combo(state, label: str, name: str, current: str, width: float = 150) -> tuple[bool, str]:
     """A combo over the styles in the list's order."""
     order = [row.name for row in state.style.rows]
     index = order.index(current) if current in order else 0
-    imgui.set_next_item_width(150)
+    imgui.set_next_item_width(width)
     changed, index = imgui.combo(label, index, order)
     remember_rect(state, name)
     return changed, order[index]
 
 
 def _style_list(state) -> bool:
-    """The styles as a table (a click on a row selects it); returns whether one was clicked."""
+    """The styles as a table, the ones running highlighted (a click on a row selects it); returns
+    whether one was clicked."""
     panel = state.style
-    running = dominant_style(panel.names, panel.running)
+    running = {name for name, weight in zip(panel.names, panel.running) if weight > 0}
     clicked = False
     flags = (imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h | imgui.TableFlags_.scroll_y |
              imgui.TableFlags_.sizing_stretch_prop)
-    row_height = imgui.get_text_line_height_with_spacing() + 2
-    height = row_height * (min(len(panel.rows), VISIBLE_ROWS) + 1) + 4
+    row_height = imgui.get_text_line_height() + 2 * imgui.get_style().cell_padding.y
+    height = row_height * (min(len(panel.rows), VISIBLE_ROWS) + 1) + 2
     if not imgui.begin_table("##styles", 4, flags, imgui.ImVec2(0, height)):
         return False
     imgui.table_setup_scroll_freeze(0, 1)
@@ -161,7 +162,7 @@ def _style_list(state) -> bool:
         colour = LITTLE_DATA_COLOUR if row.little_data else None
         if colour is not None:
             imgui.push_style_color(imgui.Col_.text, colour)
-        chosen, _ = imgui.selectable(f"{row.name}##style_{row.name}", row.name == running,
+        chosen, _ = imgui.selectable(f"{row.name}##style_{row.name}", row.name in running,
                                      imgui.SelectableFlags_.span_all_columns)
         remember_rect(state, f"style_row_{row.name}")
         if row.little_data:
@@ -192,30 +193,35 @@ def style_section(state) -> None:
     if changed:
         panel.selected, panel.blending, asked = name, False, True
     _tooltip(f"{key_label} / {keys.keys_label(keys.control('previous_style'))}: next / previous style, "
-             "most data first")
+             "most data first (a style chosen here or in the list ends a blend)")
     imgui.same_line()
     changed, panel.blending = imgui.checkbox("Blend two##style_blending", panel.blending)
     remember_rect(state, "style_blending")
     asked = asked or changed
     if panel.blending:
-        changed, panel.blend_a = _style_combo(state, "from##style_a", "style_a", panel.blend_a)
+        imgui.align_text_to_frame_padding()
+        imgui.text("from")
+        imgui.same_line()
+        changed, panel.blend_a = _style_combo(state, "##style_a", "style_a", panel.blend_a, 135)
         asked = asked or changed
         imgui.same_line()
-        changed, panel.blend_b = _style_combo(state, "to##style_b", "style_b", panel.blend_b)
+        imgui.text("to")
+        imgui.same_line()
+        changed, panel.blend_b = _style_combo(state, "##style_b", "style_b", panel.blend_b, 135)
         asked = asked or changed
         imgui.set_next_item_width(200)
         changed, t = imgui.slider_float("##style_blend", panel.blend_t, 0.0, 1.0, "")
         remember_rect(state, "style_blend")
         if changed:
             panel.blend_t, asked = float(t), True
+        _tooltip("0: all 'from', 1: all 'to'")
         imgui.same_line()
         imgui.text(f"{100 * (1 - panel.blend_t):.0f}% / {100 * panel.blend_t:.0f}%")
     asked = _style_list(state) or asked
     if any(row.little_data for row in panel.rows):
         imgui.text_colored(LITTLE_DATA_COLOUR, f"orange: under {MIN_STYLE_MINUTES:g} min of data, known poorly")
-    imgui.push_text_wrap_pos(0.0)
-    imgui.text_colored(DIM_COLOUR, f"Now: {weights_label(panel.names, panel.running) or '-'}; full stick walks "
-                                   f"{state.settings.walk_speed:.2f}, runs {state.settings.run_speed:.2f} m/s (Tune)")
-    imgui.pop_text_wrap_pos()
+    imgui.text_colored(DIM_COLOUR, f"Full stick: walk {state.settings.walk_speed:.2f} m/s, run "
+                                   f"{state.settings.run_speed:.2f} m/s (Tune)")
+    _tooltip("The style's measured speeds (a blend's weighted mean); change them in Tune")
     if asked:
         state.request("set_style", tuple(float(w) for w in asked_weights(panel)))
