@@ -2,8 +2,9 @@
 
 Owns (contract in ARCHITECTURE.md): `SIM_FPS`, `TRAJ_OFFSETS`, `FUTURE_OFFSETS`, `root_frames`,
 `gait_from_speed`, `FeatureLayout` (named slices; the only place that knows offsets), `make_layouts`,
-`clip_features`, `build_training_data -> TrainingData`, `normalisation`, `split_by_clip`,
-`skeleton_dict`.
+`clip_features`, `build_training_data -> TrainingData` (one file's share in `clip_samples`, which a
+process pool can run; the result cached by `dataset_cache` under `feature_config`), `normalisation`,
+`split_by_clip`, `skeleton_dict`.
 
 Conventions: Y up, metres, seconds; yaw about +Y with yaw 0 facing +Z (`quat_from_yaw`). A vector in
 "root frame i" is the world vector rotated by the inverse root yaw of frame i, relative to the root
@@ -27,10 +28,13 @@ Decisions measured on the bundled data (see tests/test_features.py for the check
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -38,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from pfnn_core import bvh, quat
+from pfnn_core import bvh, data_checks, quat
 from pfnn_core.quat import wrap_angle
 from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
 from pfnn_core.phase import (
@@ -60,7 +64,10 @@ MIN_CLIP_S = 0.5
 STANDING_MAX_SPEED = 0.25  # m/s: a clip whose mean root speed is below this is standing data
 ARMS_DOWN_TOLERANCE = 0.05  # m: hands within this height of the clip's first frame are "down"
 STANDING_REPLICAS = 4
-PLAUSIBLE_SPEED = (0.05, 6.0)  # m/s mean clip speed outside this: warn (a wrong Frame Time?)
+FEATURES_VERSION = 2  # bump when a change alters the built samples (the dataset cache key holds it)
+# Modules whose code decides the samples: their source is part of the dataset cache key.
+FEATURE_CODE_MODULES = ("bvh", "quat", "kinematics", "contacts", "phase", "features", "data_checks")
+MIN_FILES_PER_WORKER = 32  # automatic worker count: a process pool only for sets this large per worker
 
 
 # ----------------------------------------------------------------------------------------------
@@ -577,52 +584,118 @@ def data_hash(paths, settings: dict) -> str:
     return digest.hexdigest()[:16]
 
 
+def feature_config(mirror: bool, standing_replicas: int, seed: int) -> dict:
+    """Everything besides the files that decides the built samples; the dataset cache's key holds it,
+    with a digest of the code that makes them (so an edit can never be served stale samples)."""
+    return {"mirror": bool(mirror), "standing_replicas": int(standing_replicas), "seed": int(seed),
+            "fps": SIM_FPS, "version": FEATURES_VERSION, "code": _feature_code_digest()}
+
+
+def _feature_code_digest() -> str:
+    import importlib
+
+    digest = hashlib.sha256()
+    for name in FEATURE_CODE_MODULES:
+        digest.update(Path(importlib.import_module(f"pfnn_core.{name}").__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
-                        seed: int = 0, cache_dir=None, progress=None) -> TrainingData:
+                        seed: int = 0, cache_dir=None, progress=None, workers: int = 1) -> TrainingData:
     """Load every BVH, make samples (plus mirrored copies), calm standing samples, stride statistics.
 
-    Raises ValueError naming the file for: no BVH, mixed skeletons, a clip too short to window.
-    Warns (logging) when a clip's mean speed is implausible (a wrong Frame Time makes speeds wrong).
-    cache_dir: when given, the result is cached there as .npz keyed by a hash of files and settings.
+    Raises ValueError naming the file(s) for: no BVH, an unreadable file, mixed skeletons, a clip too
+    short to window (every file is checked first; the message lists them all). Warnings about the data
+    (`data_checks`: implausible speeds, reference-pose first frames, missing or fragmented contacts,
+    duplicates, mixed frame rates) are logged and kept in `summary["findings"]`.
+    cache_dir: when given, the result is stored there (`dataset_cache`) keyed by the files' contents and
+    `feature_config`, and a later call with the same files and settings reads it back memory-mapped.
+    workers: processes building clips in parallel (0 = one per CPU core); the samples do not depend on it.
+    progress: called as progress(files_done, files_total).
     """
-    import time
+    paths = bvh_paths(paths_or_folder)
+    config = feature_config(mirror, standing_replicas, seed)
 
+    def build() -> TrainingData:
+        return _build_training_data(paths, config, progress, workers)
+
+    if cache_dir is None:
+        return build()
+    from pfnn_core import dataset_cache
+
+    return dataset_cache.load_or_build(paths, config, build, TrainingData, cache_dir)
+
+
+@dataclass
+class ClipTask:
+    """What `clip_samples` needs to turn one file into samples (small and picklable, for a process pool)."""
+
+    path: Path
+    reference: object  # the first file's skeleton (a Motion with one frame): every file must match it
+    mirror: bool
+    standing_replicas: int
+    seed: int
+
+
+@dataclass
+class ClipSamples:
+    """One file's contribution to the training set."""
+
+    path: str
+    versions: list = field(default_factory=list)  # (x, y, phase, next_local, standing, is_mirror) per kept version
+    cycle_speeds: list = field(default_factory=list)  # arrays, of the original (unmirrored) walk/run clip
+    stride_lengths: list = field(default_factory=list)
+    clip_speeds: list = field(default_factory=list)  # mean speed of the original walk/run clip
+    duration_s: float = 0.0
+    fps: float = 0.0
+    content_digest: str = ""  # of the decompressed file, to find duplicates
+    findings: list = field(default_factory=list)  # data_checks.Finding
+
+
+def _error_finding(path, error: Exception) -> data_checks.Finding:
+    message = str(error)
+    for prefix in (f"{path}: ", f"{path.name}: "):
+        message = message.removeprefix(prefix)
+    return data_checks.Finding(str(path), "error", message)
+
+
+def clip_samples(task: ClipTask) -> ClipSamples:
+    """The samples one file gives (and its mirrored copy's), with its measurements and data-check findings.
+
+    Depends on no other file (its random draws come from the seed and its file name), so files can be
+    built in any order, in parallel worker processes, with the same result. Problems that make the file
+    unusable are returned as error findings, not raised, so one run reports every bad file.
+    """
     from pfnn_core.kinematics import mirror_keep_skeleton as mirror_motion
 
-    started = time.perf_counter()
-    paths = bvh_paths(paths_or_folder)
-    settings = {"mirror": mirror, "standing_replicas": standing_replicas, "seed": seed, "fps": SIM_FPS,
-                "version": 1}
-    key = data_hash(paths, settings) if cache_dir else None
-    if cache_dir:
-        cached = _load_cache(Path(cache_dir) / f"pfnn-data-{key}.npz")
-        if cached is not None:
-            return cached
-
-    rng = np.random.default_rng(seed)
-    reference, layouts = None, None
-    xs, ys, phases, clips, nexts, mirrored_flags, standing_flags = [], [], [], [], [], [], []
-    cycle_speeds, cycle_strides_all, clip_speeds = [], [], []
-    row_count = 0
-    for clip_id, path in enumerate(paths):
+    path = Path(task.path)
+    result = ClipSamples(path=str(path))
+    try:
+        result.content_digest = data_checks.content_digest(bvh.read_bytes(path))
         motion = bvh.load(str(path))
-        if reference is None:
-            try:
-                skeleton_dict(motion)  # the foot, hip and hand roles every clip needs, found by name
-            except ValueError as error:
-                raise ValueError(f"{path}: {error}") from None
-            reference, layouts = motion, make_layouts(motion.num_joints)
-        else:
-            _check_same_skeleton(reference, motion, path)
-        if motion.duration < MIN_CLIP_S:
-            raise ValueError(f"{path}: clip too short to window ({motion.duration:.2f} s < {MIN_CLIP_S} s)")
-        versions = [(motion, False)] + ([(mirror_motion(motion), True)] if mirror else [])
+        result.fps, result.duration_s = motion.fps, motion.duration
+        reordered = data_checks.reorder_joints(motion, task.reference.names)
+        if reordered is not motion:
+            result.findings.append(data_checks.reorder_finding(path, task.reference.source))
+            motion = reordered
+        _check_same_skeleton(task.reference, motion, path)
+        reference_pose = data_checks.reference_pose_finding(path, motion.global_positions())
+        if reference_pose is not None:
+            result.findings.append(reference_pose)
+            motion = dataclasses.replace(motion, rotations=motion.rotations[1:], positions=motion.positions[1:])
+        too_short = data_checks.too_short_finding(path, motion.duration, MIN_CLIP_S)
+        if too_short is not None:
+            result.findings.append(too_short)
+            return result
+        layouts = make_layouts(motion.num_joints)
+        rng = np.random.default_rng([task.seed, zlib.crc32(path.name.encode())])
+        versions = [(motion, False)] + ([(mirror_motion(motion), True)] if task.mirror else [])
         for version, is_mirror in versions:
             features = clip_features(version, layouts)
             if not is_mirror:
-                _warn_implausible_speed(path, features)
+                result.findings += _clip_findings(path, features, version)
             if features.is_standing_clip:
-                samples = calm_standing_samples(features, layouts, standing_replicas, rng)
+                samples = calm_standing_samples(features, layouts, task.standing_replicas, rng)
                 if samples is None:
                     continue
                 x, y, phase, next_local = samples
@@ -632,36 +705,125 @@ def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas:
                 next_local = np.r_[np.arange(1, len(x)), -1]
                 standing = np.zeros(len(x), bool)
                 if not is_mirror:
-                    cycle_speeds.append(features.cycle_speeds)
-                    cycle_strides_all.append(features.stride_lengths)
-                    clip_speeds.append(features.mean_speed)
+                    result.cycle_speeds.append(features.cycle_speeds)
+                    result.stride_lengths.append(features.stride_lengths)
+                    result.clip_speeds.append(features.mean_speed)
+            result.versions.append((x, y, phase, next_local, standing, is_mirror))
+    except (ValueError, OSError) as error:
+        result.findings.append(_error_finding(path, error))
+        result.versions = []
+    return result
+
+
+def _clip_findings(path, features: ClipFeatures, motion) -> list:
+    speed = data_checks.speed_finding(path, features.mean_speed, features.is_standing_clip)
+    joint_names = [motion.names[j] for j in features.labels.contact_joints]
+    contacts = data_checks.contact_findings(path, features.labels.contacts, SIM_FPS, joint_names)
+    return ([speed] if speed else []) + contacts
+
+
+def labels_at_sim_rate(motion) -> ClipLabels:
+    """Contacts, phase and root of a clip resampled to SIM_FPS, as the dataset builder labels it."""
+    return clip_labels(_resampled(motion))
+
+
+def _skeleton_only(motion):
+    return dataclasses.replace(motion, rotations=motion.rotations[:1], positions=motion.positions[:1])
+
+
+def _worker_count(workers: int, tasks: int) -> int:
+    """`workers`, or for 0 one per CPU core but no more than one per MIN_FILES_PER_WORKER files (starting a
+    worker process costs seconds: a few files build faster in this process)."""
+    if workers <= 0:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        workers = min(cores, tasks // MIN_FILES_PER_WORKER)
+    return max(1, min(workers, tasks))
+
+
+def _run_clip_tasks(tasks: list, workers: int, progress=None) -> list:
+    """clip_samples over every task, in order; in `workers` processes when more than one."""
+    workers = _worker_count(workers, len(tasks))
+    if workers == 1:
+        results = []
+        for done, task in enumerate(tasks, 1):
+            results.append(clip_samples(task))
+            if progress:
+                progress(done, len(tasks))
+        return results
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn, not fork: the caller may be a multi-threaded program (the viewer) or may have torch loaded.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    results = [None] * len(tasks)
+    try:
+        futures = {pool.submit(clip_samples, task): index for index, task in enumerate(tasks)}
+        for done, future in enumerate(as_completed(futures), 1):
+            results[futures[future]] = future.result()
+            if progress:
+                progress(done, len(tasks))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
+
+
+def _build_training_data(paths: list, config: dict, progress, workers: int) -> TrainingData:
+    started = time.perf_counter()
+    first = bvh.load(str(paths[0]))
+    try:
+        skeleton_dict(first)  # the foot, hip and hand roles every clip needs, found by name
+    except ValueError as error:
+        raise ValueError(f"{paths[0]}: {error}") from None
+    reference, layouts = _skeleton_only(first), make_layouts(first.num_joints)
+    tasks = [ClipTask(path, reference, config["mirror"], config["standing_replicas"], config["seed"]) for path in paths]
+    clips = _run_clip_tasks(tasks, workers, progress)
+
+    findings = [finding for clip in clips for finding in clip.findings]
+    findings += data_checks.duplicate_findings({clip.path: clip.content_digest for clip in clips if clip.content_digest})
+    findings += data_checks.frame_rate_findings({clip.path: clip.fps for clip in clips if clip.fps > 0})
+    for finding in findings:
+        if finding.severity == "warning":
+            log.warning("%s: %s", finding.file, finding.message)
+    message = data_checks.errors_message(findings)
+    if message:
+        raise ValueError(message)
+
+    xs, ys, phases, clip_ids, nexts, mirrored_flags, standing_flags = [], [], [], [], [], [], []
+    cycle_speeds, cycle_strides_all, clip_speeds = [], [], []
+    row_count = 0
+    for clip_id, clip in enumerate(clips):
+        for x, y, phase, next_local, standing, is_mirror in clip.versions:
             xs.append(x)
             ys.append(y)
             phases.append(phase)
-            clips.append(np.full(len(x), clip_id))
+            clip_ids.append(np.full(len(x), clip_id))
             nexts.append(np.where(next_local >= 0, next_local + row_count, -1))
             mirrored_flags.append(np.full(len(x), is_mirror))
             standing_flags.append(standing)
             row_count += len(x)
-        if progress:
-            progress(clip_id + 1, len(paths))
+        cycle_speeds += clip.cycle_speeds
+        cycle_strides_all += clip.stride_lengths
+        clip_speeds += clip.clip_speeds
 
     stride = (stride_statistics(np.concatenate(cycle_speeds), np.concatenate(cycle_strides_all))
               if cycle_speeds and sum(map(len, cycle_speeds)) else {"speed": [1.2], "stride_length": [1.4],
                                                                    "linear": [1.4, 0.0], "num_cycles": 0})
     data = TrainingData(
         x=np.concatenate(xs).astype(np.float32), y=np.concatenate(ys).astype(np.float32),
-        phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clips).astype(np.int64),
+        phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clip_ids).astype(np.int64),
         next_index=np.concatenate(nexts).astype(np.int64), layout=layouts,
-        clip_names=[p.name for p in paths], skeleton=skeleton_dict(reference), stride=stride,
+        clip_names=[p.name for p in paths], skeleton=skeleton_dict(first), stride=stride,
         gait_speeds=measured_gait_speeds(clip_speeds),
         mirrored=np.concatenate(mirrored_flags), standing=np.concatenate(standing_flags),
     )
     data.summary = {"files": len(paths), "rows": int(len(data.x)), "standing_rows": int(data.standing.sum()),
-                    "mirror": mirror, "hash": key or data_hash(paths, settings),
+                    "minutes": round(sum(clip.duration_s for clip in clips) / 60.0, 3),
+                    "mirror": config["mirror"], "hash": data_hash(paths, config),
+                    "findings": [finding.to_dict() for finding in findings],
+                    "workers": _worker_count(workers, len(paths)),
                     "build_seconds": round(time.perf_counter() - started, 2)}
-    if cache_dir:
-        _save_cache(Path(cache_dir) / f"pfnn-data-{key}.npz", data)
     return data
 
 
@@ -676,47 +838,38 @@ def measured_gait_speeds(clip_speeds) -> dict:
             "measured": {"walk": int(len(walk)), "run": int(len(run))}}
 
 
-def _warn_implausible_speed(path, features: ClipFeatures):
-    low, high = PLAUSIBLE_SPEED
-    if features.is_standing_clip:
-        low = 0.0  # standing clips are meant to be slow
-    if not low <= features.mean_speed <= high:
-        log.warning("%s: mean root speed %.2f m/s is implausible (walking is 1-2 m/s); "
-                    "check the Frame Time and units", path, features.mean_speed)
-
-
-def _save_cache(path: Path, data: TrainingData):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"layout": data.layout.to_json(), "clip_names": data.clip_names, "skeleton": data.skeleton,
-            "stride": data.stride, "gait_speeds": data.gait_speeds, "summary": data.summary}
-    np.savez(path, x=data.x, y=data.y, phase=data.phase, clip=data.clip, next_index=data.next_index,
-             mirrored=data.mirrored, standing=data.standing, meta=np.array(json.dumps(meta)))
-
-
-def _load_cache(path: Path):
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            meta = json.loads(str(stored["meta"]))
-            arrays = {k: stored[k] for k in ("x", "y", "phase", "clip", "next_index", "mirrored", "standing")}
-    except (OSError, ValueError, KeyError):
-        return None
-    return TrainingData(layout=FeatureLayout.from_json(meta["layout"]), clip_names=meta["clip_names"],
-                        skeleton=meta["skeleton"], stride=meta["stride"], gait_speeds=meta["gait_speeds"],
-                        summary=dict(meta["summary"], cached=True), **arrays)
-
-
 # ----------------------------------------------------------------------------------------------
 # Normalisation and split
 
 
-def normalisation(data: TrainingData, rows=None, std_floor: float = 1e-3):
-    """(x_mean, x_std, y_mean, y_std) float32 over the given rows (training rows only); std floored."""
+def normalisation(data: TrainingData, rows=None, std_floor: float = 1e-3, chunk_rows: int = 1 << 16):
+    """(x_mean, x_std, y_mean, y_std) float32 over the given rows (training rows only); std floored.
+
+    Reads `chunk_rows` rows at a time (merging chunk statistics with Chan's formula), so a memory-mapped
+    set is never copied whole into memory; up to one chunk the numbers equal numpy's mean and std.
+    """
     rows = np.arange(len(data.x)) if rows is None else np.asarray(rows)
-    x, y = data.x[rows].astype(np.float64), data.y[rows].astype(np.float64)
-    return (x.mean(0).astype(np.float32), np.maximum(x.std(0), std_floor).astype(np.float32),
-            y.mean(0).astype(np.float32), np.maximum(y.std(0), std_floor).astype(np.float32))
+    x_mean, x_std = _mean_std(data.x, rows, chunk_rows)
+    y_mean, y_std = _mean_std(data.y, rows, chunk_rows)
+    return (x_mean.astype(np.float32), np.maximum(x_std, std_floor).astype(np.float32),
+            y_mean.astype(np.float32), np.maximum(y_std, std_floor).astype(np.float32))
+
+
+def _mean_std(array, rows: np.ndarray, chunk_rows: int):
+    count, mean, squares = 0, None, None
+    for start in range(0, len(rows), chunk_rows):
+        block = np.asarray(array[rows[start:start + chunk_rows]]).astype(np.float64)
+        block_mean = block.mean(0)
+        block_squares = ((block - block_mean) ** 2).sum(0)
+        if mean is None:
+            count, mean, squares = len(block), block_mean, block_squares
+            continue
+        total = count + len(block)
+        delta = block_mean - mean
+        mean = mean + delta * (len(block) / total)
+        squares = squares + block_squares + delta ** 2 * (count * len(block) / total)
+        count = total
+    return mean, np.sqrt(squares / count)
 
 
 def split_by_clip(data: TrainingData, val_fraction: float = 0.1, seed: int = 0):

@@ -201,7 +201,7 @@ def test_cli_surfaces_data_errors_as_one_line(tmp_path, capsys, monkeypatch):
     folder.mkdir()
     (folder / "a.bvh").write_text("HIERARCHY\n")
 
-    def mixed(config):
+    def mixed(config, **kwargs):
         raise ValueError("b.bvh: skeleton differs from a.bvh (joint names)")
 
     monkeypatch.setattr(train_module, "load_training_data", mixed)
@@ -214,7 +214,7 @@ def test_cli_trains_and_resumes(tmp_path, capsys, monkeypatch, data):
     folder = tmp_path / "clips"
     folder.mkdir()
     (folder / "a.bvh").write_text("HIERARCHY\n")
-    monkeypatch.setattr(train_module, "load_training_data", lambda config: data)
+    monkeypatch.setattr(train_module, "load_training_data", lambda config, **kwargs: data)
     out = tmp_path / "m.safetensors"
     common = ["--hidden", "16", "--batch-size", "64", "--threads", "1", "--device", "cpu"]
     assert main([str(folder), "--out", str(out), "--epochs", "1", *common]) == 0
