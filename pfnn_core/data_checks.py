@@ -29,7 +29,7 @@ from pfnn_core.phase import touchdowns
 SEVERITIES = ("error", "warning", "note")
 REFERENCE_POSE_MIN_JUMP_M = 0.25  # a first-frame step below this is never called a reference pose
 REFERENCE_POSE_RATIO = 3.0  # ... nor one below this many times the clip's 99th-percentile step
-MAX_TOUCHDOWNS_PER_S = 4.0  # per contact joint; sprinting is about 2.5 per foot
+MAX_TOUCHDOWNS_PER_S = 3.0  # per contact joint; sprinting is about 2.5 per foot, the bundled data at most 1.8
 MIN_TOUCHDOWNS_FRAGMENTED = 4  # fewer touchdowns than this are never "fragmented" (short clips)
 PLAUSIBLE_SPEED = (0.05, 6.0)  # m/s mean root speed of a moving clip
 
