@@ -1,7 +1,8 @@
 """The dataset cache: a built training set stored once per (input files, feature configuration), and
 rows read from it on demand.
 
-Owns `default_cache_dir`, `cache_key`, `store`, `load`, `load_or_build` and `NormalisedRows`.
+Owns `default_cache_dir`, `cache_key`, `store`, `load`, `load_or_build`, `remembered` (values derived from
+a cached set, kept beside it) and `NormalisedRows`.
 
 Where: `$PFNN_DATASET_CACHE` when set, else `$XDG_CACHE_HOME/pfnn-viewer/datasets`, else
 `~/.cache/pfnn-viewer/datasets` (`pfnn-train --cache-dir` overrides all three). One folder per entry,
@@ -37,7 +38,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +189,32 @@ def load_or_build(paths, feature_config: dict, build: Callable[[], object], data
     return data if reopened is None else reopened
 
 
+def remembered(data, name: str, compute: Callable[[], dict]) -> dict:
+    """`compute()` (a dict of arrays derived from `data`) kept in `data`'s cache entry under `name`, so the
+    next start reads it instead: the normalisation of a given split, the content digest. An entry never
+    changes and its key changes with the feature code, so a derived value cannot go stale as long as
+    `name` holds every other input. Computed every time for a dataset that is not from the cache."""
+    summary = getattr(data, "summary", None) or {}
+    if summary.get("cache") not in ("hit", "stored") or not summary.get("cache_folder"):
+        return compute()
+    path = Path(summary["cache_folder"]) / "derived" / f"{name}.npz"
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            return {key: stored[key] for key in stored.files}
+    except (OSError, ValueError):
+        pass
+    values = compute()
+    temporary = path.with_name(f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.npz")
+    try:
+        path.parent.mkdir(exist_ok=True)
+        np.savez(temporary, **values)
+        temporary.replace(path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        log.warning("could not keep %s in the dataset cache (%s)", name, error)
+    return values
+
+
 def _note(data, **items) -> None:
     summary = getattr(data, "summary", None)
     if isinstance(summary, dict):
@@ -203,7 +229,9 @@ class NormalisedRows:
     `index` may be a tensor, an array, a slice or an int.
     """
 
-    def __init__(self, array, mean: torch.Tensor, std: torch.Tensor, device):
+    def __init__(self, array, mean, std, device):
+        import torch  # here, not at the top: building and caching a dataset needs no torch
+
         self.array = array
         self.mean, self.std = mean, std
         self.device = torch.device(device)
@@ -215,7 +243,9 @@ class NormalisedRows:
     def __len__(self) -> int:
         return len(self.array)
 
-    def __getitem__(self, index) -> torch.Tensor:
+    def __getitem__(self, index):
+        import torch
+
         if isinstance(index, torch.Tensor):
             index = index.detach().cpu().numpy()
         raw = np.array(self.array[index], dtype=np.float32)  # a private copy: the source may be read-only

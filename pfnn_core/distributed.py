@@ -14,6 +14,7 @@ nccl path follows PyTorch's documented usage but has not been run on a GPU by ou
 """
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -68,7 +69,8 @@ def setup(device_name: str = "auto", environ=None) -> Context:
         # Unverified on GPU by our tests: the standard one-process-per-GPU nccl setup.
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
-        dist.init_process_group("nccl", timeout=PROCESS_GROUP_TIMEOUT, device_id=device)
+        bind = {"device_id": device} if "device_id" in inspect.signature(dist.init_process_group).parameters else {}
+        dist.init_process_group("nccl", timeout=PROCESS_GROUP_TIMEOUT, **bind)
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo", timeout=PROCESS_GROUP_TIMEOUT)
@@ -104,8 +106,6 @@ def wrap_model(model: torch.nn.Module, context: Context) -> torch.nn.Module:
     broadcast at each forward."""
     if not context.distributed:
         return model
-    import inspect
-
     from torch.nn.parallel import DistributedDataParallel
 
     device_ids = [context.device.index] if context.device.type == "cuda" else None
@@ -191,8 +191,8 @@ def gather_to_main(tensors: dict, context: Context) -> dict:
 
 def _broadcast_text(text: str, source: int, context: Context) -> str:
     buffer = torch.zeros(MESSAGE_BYTES, dtype=torch.uint8, device=context.device)
-    if context.rank == source:
-        encoded = text.encode("utf-8")[:MESSAGE_BYTES]
+    encoded = text.encode("utf-8")[:MESSAGE_BYTES]
+    if context.rank == source and encoded:
         buffer[:len(encoded)] = torch.frombuffer(bytearray(encoded), dtype=torch.uint8).to(context.device)
     dist.broadcast(buffer, src=source)
     return bytes(buffer.cpu().numpy()).rstrip(b"\0").decode("utf-8", errors="replace")

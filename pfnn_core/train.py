@@ -33,8 +33,8 @@ import torch
 from torch.nn import functional
 
 from pfnn_core import bvh, data_checks, distributed
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
-from pfnn_core.dataset_cache import NormalisedRows
+from pfnn_core.checkpoint import NORM_NAMES, load_checkpoint, save_checkpoint
+from pfnn_core.dataset_cache import NormalisedRows, remembered
 from pfnn_core.model import PFNN, ModelConfig
 
 # Never the shipped model: a training run with no --out must not overwrite assets/models/default.safetensors.
@@ -113,13 +113,19 @@ def _foot_joint_indices(data) -> list[int]:
     return contact_joint_order(foot_joints(list(data.skeleton["names"]), data.skeleton.get("parents")))
 
 
-def _data_summary(data) -> dict:
+def _content_sha1(data) -> dict:
     digest = hashlib.sha1()
     for array in (data.x, data.y, data.phase):
         digest.update(memoryview(np.ascontiguousarray(array)).cast("B"))  # no copy of a memory-mapped set
+    return {"sha1": np.array(digest.hexdigest())}
+
+
+def _data_summary(data) -> dict:
+    # seconds on a large set: kept with a cached set (named by what it hashes)
+    sha1 = str(remembered(data, "content-sha1-x-y-phase", lambda: _content_sha1(data))["sha1"])
     summary = {key: value for key, value in (getattr(data, "summary", None) or {}).items()
                if isinstance(value, (str, int, float, bool)) and not key.startswith("cache")}
-    return {**summary, "files": list(data.clip_names), "samples": int(len(data.x)), "sha1": digest.hexdigest()}
+    return {**summary, "files": list(data.clip_names), "samples": int(len(data.x)), "sha1": sha1}
 
 
 @dataclass
@@ -354,7 +360,12 @@ def load_training_data(config: TrainConfig, progress: Callable[[int, int], None]
 def _split_and_norm(data, config: TrainConfig):
     from pfnn_core import features
     train_rows, val_rows = features.split_by_clip(data, config.val_fraction, config.seed)
-    return np.asarray(train_rows), np.asarray(val_rows), features.normalisation(data, train_rows)
+    train_rows = np.asarray(train_rows)
+    # seconds on a large set: kept with a cached set, named by the training rows it is computed over
+    rows_digest = hashlib.sha1(np.ascontiguousarray(train_rows, dtype=np.int64)).hexdigest()[:16]
+    stats = remembered(data, f"normalisation-{rows_digest}",
+                       lambda: dict(zip(NORM_NAMES, features.normalisation(data, train_rows))))
+    return train_rows, np.asarray(val_rows), tuple(stats[name] for name in NORM_NAMES)
 
 
 def _batch_loss(loss: torch.Tensor, context: distributed.Context) -> float:

@@ -176,3 +176,27 @@ def test_pfnn_train_says_when_the_dataset_comes_from_the_cache(clip_folder, tmp_
     assert "dataset read from the cache" in second and "not rebuilt" in second and "features built" not in second
     assert train_module.main(common + ["--no-cache"]) == 0
     assert "(cache off)" in capsys.readouterr().err
+
+
+def test_values_derived_from_a_cached_set_are_computed_once(clip_folder, tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"mean": np.arange(3.0)}
+
+    cached = build_training_data(clip_folder, cache_dir=tmp_path / "cache")
+    assert np.array_equal(dataset_cache.remembered(cached, "means-v1", compute)["mean"], np.arange(3.0))
+    again = build_training_data(clip_folder, cache_dir=tmp_path / "cache")
+    assert np.array_equal(dataset_cache.remembered(again, "means-v1", compute)["mean"], np.arange(3.0))
+    assert len(calls) == 1 and (Path(again.summary["cache_folder"]) / "derived" / "means-v1.npz").exists()
+    uncached = build_training_data(clip_folder)
+    dataset_cache.remembered(uncached, "means-v1", compute)
+    dataset_cache.remembered(uncached, "means-v1", compute)
+    assert len(calls) == 3
+    # training reads the kept normalisation: the same numbers as computing it
+    config = train_module.TrainConfig(val_fraction=0.34, seed=2)
+    for data in (cached, again, uncached):
+        rows, _, norm = train_module._split_and_norm(data, config)
+        expected = features.normalisation(uncached, rows)
+        assert all(np.array_equal(a, b) for a, b in zip(norm, expected))
