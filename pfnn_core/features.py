@@ -642,7 +642,9 @@ class ClipSamples:
     """One file's contribution to the training set."""
 
     path: str
-    versions: list = field(default_factory=list)  # (x, y, phase, next_local, standing, is_mirror) per kept version
+    # per kept version (the clip, its mirror): TrainingData's per-row fields by name (next_index local to the
+    # version, clip id added when the set is assembled); a per-row field added here is assembled as it is
+    versions: list = field(default_factory=list)
     cycle_speeds: list = field(default_factory=list)  # arrays, of the original (unmirrored) walk/run clip
     stride_lengths: list = field(default_factory=list)
     clip_speeds: list = field(default_factory=list)  # mean speed of the original walk/run clip
@@ -708,7 +710,8 @@ def clip_samples(task: ClipTask) -> ClipSamples:
                     result.cycle_speeds.append(features.cycle_speeds)
                     result.stride_lengths.append(features.stride_lengths)
                     result.clip_speeds.append(features.mean_speed)
-            result.versions.append((x, y, phase, next_local, standing, is_mirror))
+            result.versions.append({"x": x, "y": y, "phase": phase, "next_index": next_local, "standing": standing,
+                                    "mirrored": np.full(len(x), is_mirror)})
     except (ValueError, OSError) as error:
         result.findings.append(_error_finding(path, error))
         result.versions = []
@@ -790,33 +793,33 @@ def _build_training_data(paths: list, config: dict, progress, workers: int) -> T
     if message:
         raise ValueError(message)
 
-    xs, ys, phases, clip_ids, nexts, mirrored_flags, standing_flags = [], [], [], [], [], [], []
+    columns: dict[str, list] = {}
     cycle_speeds, cycle_strides_all, clip_speeds = [], [], []
     row_count = 0
     for clip_id, clip in enumerate(clips):
-        for x, y, phase, next_local, standing, is_mirror in clip.versions:
-            xs.append(x)
-            ys.append(y)
-            phases.append(phase)
-            clip_ids.append(np.full(len(x), clip_id))
-            nexts.append(np.where(next_local >= 0, next_local + row_count, -1))
-            mirrored_flags.append(np.full(len(x), is_mirror))
-            standing_flags.append(standing)
-            row_count += len(x)
+        for rows in clip.versions:
+            count = len(rows["x"])
+            rows = {**rows, "clip": np.full(count, clip_id),
+                    "next_index": np.where(rows["next_index"] >= 0, rows["next_index"] + row_count, -1)}
+            for name, values in rows.items():
+                columns.setdefault(name, []).append(values)
+            row_count += count
         cycle_speeds += clip.cycle_speeds
         cycle_strides_all += clip.stride_lengths
         clip_speeds += clip.clip_speeds
+    if not columns:
+        raise ValueError(f"{paths[0].parent}: no training samples (only standing clips without calm frames?)")
+    per_row = {name: np.concatenate(parts) for name, parts in columns.items()}
+    for name, dtype in (("x", np.float32), ("y", np.float32), ("phase", np.float32), ("clip", np.int64),
+                        ("next_index", np.int64)):
+        per_row[name] = per_row[name].astype(dtype)
 
     stride = (stride_statistics(np.concatenate(cycle_speeds), np.concatenate(cycle_strides_all))
               if cycle_speeds and sum(map(len, cycle_speeds)) else {"speed": [1.2], "stride_length": [1.4],
                                                                    "linear": [1.4, 0.0], "num_cycles": 0})
     data = TrainingData(
-        x=np.concatenate(xs).astype(np.float32), y=np.concatenate(ys).astype(np.float32),
-        phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clip_ids).astype(np.int64),
-        next_index=np.concatenate(nexts).astype(np.int64), layout=layouts,
-        clip_names=[p.name for p in paths], skeleton=skeleton_dict(first), stride=stride,
-        gait_speeds=measured_gait_speeds(clip_speeds),
-        mirrored=np.concatenate(mirrored_flags), standing=np.concatenate(standing_flags),
+        **per_row, layout=layouts, clip_names=[p.name for p in paths], skeleton=skeleton_dict(first),
+        stride=stride, gait_speeds=measured_gait_speeds(clip_speeds),
     )
     data.summary = {"files": len(paths), "rows": int(len(data.x)), "standing_rows": int(data.standing.sum()),
                     "minutes": round(sum(clip.duration_s for clip in clips) / 60.0, 3),
