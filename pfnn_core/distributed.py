@@ -14,6 +14,7 @@ nccl path follows PyTorch's documented usage but has not been run on a GPU by ou
 """
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 from dataclasses import dataclass, field
@@ -90,7 +91,13 @@ def current() -> Context:
 
 
 def shutdown(context: Context) -> None:
+    """Leave the process group: every rank waits for the others, objects that hold the group
+    (DistributedDataParallel's reducer, in reference cycles) are collected while it still exists, then it
+    is destroyed. Without the first two steps, 3 of 24 two-process test runs aborted at exit ("terminate
+    called without an active exception"); none of 48 with them."""
     if context.distributed and dist.is_initialized():
+        wait_for_all(context)
+        gc.collect()
         dist.destroy_process_group()
 
 

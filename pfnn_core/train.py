@@ -696,18 +696,19 @@ def main(argv: list[str] | None = None) -> int:
                 if threading.current_thread() is threading.main_thread() else {})
     try:
         result = train(config, progress=on_progress if context.is_main else None, stop=stop, data=data)
-    except (ValueError, TrainingError) as error:
+    except (ValueError, TrainingError) as error:  # raised on every rank alike
         bar.close()
         say(f"pfnn-train: error: {error}")
+        distributed.shutdown(context)
         return 2 if isinstance(error, ValueError) else 1
     except KeyboardInterrupt:
         bar.close()
         say("pfnn-train: aborted; the last epoch's resumable checkpoint is kept")
-        return 130
+        return 130  # without waiting for the other processes: torchrun ends them
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        distributed.shutdown(context)
+    distributed.shutdown(context)
     bar.close()
     if result.stopped:
         again = " under torchrun with the same options" if context.distributed else ""
