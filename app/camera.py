@@ -1,7 +1,8 @@
-"""Follow/orbit/zoom camera and the view/projection matrices it produces.
+"""The viewer camera (follow, orbit, free fly and fixed modes) and the view/projection matrices it
+produces.
 
-Angles in radians, distances in metres. The camera orbits a target point that follows the character
-with halflife damping (exact for any dt), so the view stays smooth when the frame rate changes.
+Angles in radians, distances in metres. The target point follows the character with halflife damping
+(exact for any dt), so the view stays smooth when the frame rate changes.
 Matrices are numpy float32 [4, 4] in the usual row-major maths layout; `gl_bytes` transposes them for GLSL.
 """
 
@@ -58,43 +59,157 @@ def project_points(points: np.ndarray, view_proj: np.ndarray, width: int, height
     return np.stack([(ndc[..., 0] + 1) * 0.5 * width, (1 - ndc[..., 1]) * 0.5 * height], axis=-1)
 
 
-@dataclass
-class OrbitCamera:
-    """Orbit camera around a damped follow target. Yaw 0 looks down -Z (camera on the +Z side)."""
+CAMERA_MODES = ("follow", "orbit", "free", "fixed")
+DEFAULT_YAW, DEFAULT_PITCH, DEFAULT_DISTANCE = 0.6, 0.32, 4.5
 
-    yaw: float = 0.6
-    pitch: float = 0.32
-    distance: float = 4.5
+
+def smoothstep(t: float) -> float:
+    t = float(np.clip(t, 0.0, 1.0))
+    return t * t * (3.0 - 2.0 * t)
+
+
+def orbit_offset(yaw: float, pitch: float) -> np.ndarray:
+    """Unit vector from the look-at point to the eye; yaw 0 puts the eye on the +Z side."""
+    return np.array([np.sin(yaw) * np.cos(pitch), np.sin(pitch), np.cos(yaw) * np.cos(pitch)])
+
+
+@dataclass
+class Camera:
+    """A camera in one of four modes, with smooth transitions between them:
+
+    - follow (default): orbits a target that follows the character with halflife damping; drag turns it;
+    - orbit: the same, turning around the character by itself at `orbit_rate`;
+    - free: flies where W A S D / Q E (with the right mouse button held) and the gamepad take it; drag looks;
+    - fixed: stays where it was when the mode was chosen and turns to keep the character in view.
+
+    Yaw 0 looks down -Z (camera on the +Z side). A mode change blends the eye and the look-at point from
+    the old view to the new one over `transition_s` seconds (smoothstep), so the view never jumps.
+    """
+
+    yaw: float = DEFAULT_YAW
+    pitch: float = DEFAULT_PITCH
+    distance: float = DEFAULT_DISTANCE
     fov_y: float = np.radians(45.0)
     follow_halflife: float = 0.25
     target_height: float = 0.9
-    target: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.9, 0.0]))
+    target: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.9, 0.0]))  # the followed point
     min_distance: float = 1.0
     max_distance: float = 40.0
     lens_shift: float = 0.0  # horizontal image shift in NDC units (centres the view beside the panel)
+    mode: str = "follow"
+    orbit_rate: float = 0.35  # rad/s in orbit mode
+    fly_speed: float = 3.0  # m/s in free-fly mode
+    transition_s: float = 0.6
+    free_eye: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    fixed_eye: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    transition: float = 1.0  # 0 = just changed mode .. 1 = done
+    from_eye: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    from_look: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
+    # ---- modes ----------------------------------------------------------------------------------
+    def set_mode(self, mode: str) -> None:
+        if mode not in CAMERA_MODES:
+            raise ValueError(f"camera mode must be one of {CAMERA_MODES}, got {mode!r}")
+        if mode == self.mode:
+            return
+        self._begin_transition()
+        eye = self.eye()
+        if mode == "free":
+            self.free_eye = eye.copy()
+            self.yaw, self.pitch = self._angles_toward(eye, self.look_point())
+        elif mode == "fixed":
+            self.fixed_eye = eye.copy()
+        elif self.mode in ("free", "fixed"):  # back to orbiting the target from where the camera is
+            self.yaw, self.pitch = self._angles_toward(eye, self.target)
+            self.distance = float(np.clip(np.linalg.norm(eye - self.target), self.min_distance, self.max_distance))
+        self.mode = mode
+
+    def next_mode(self) -> None:
+        self.set_mode(CAMERA_MODES[(CAMERA_MODES.index(self.mode) + 1) % len(CAMERA_MODES)])
+
+    def reset(self) -> None:
+        """Back to the default follow view (smoothly)."""
+        self._begin_transition()
+        self.mode = "follow"
+        self.yaw, self.pitch, self.distance = DEFAULT_YAW, DEFAULT_PITCH, DEFAULT_DISTANCE
+
+    def _begin_transition(self) -> None:
+        self.from_eye, self.from_look = self.eye().copy(), self.look_point().copy()
+        self.transition = 0.0
+
+    @staticmethod
+    def _angles_toward(eye: np.ndarray, look: np.ndarray) -> tuple[float, float]:
+        """(yaw, pitch) whose orbit offset points from `look` back to `eye`."""
+        offset = eye - look
+        length = max(float(np.linalg.norm(offset)), 1e-9)
+        return float(np.arctan2(offset[0], offset[2]) % (2 * np.pi)), float(np.arcsin(np.clip(offset[1] / length, -1, 1)))
+
+    # ---- per frame ------------------------------------------------------------------------------
     def follow(self, point: np.ndarray, dt: float) -> None:
-        """Move the target toward `point` (a ground position) with halflife damping."""
+        """Per frame: move the target toward `point` (a ground position) with halflife damping, turn in
+        orbit mode, advance a mode transition."""
         goal = np.array([point[0], self.target_height, point[2]], np.float64)
         self.target = self.target + (goal - self.target) * damp_factor(self.follow_halflife, dt)
+        if self.mode == "orbit":
+            self.yaw = float((self.yaw + self.orbit_rate * dt) % (2 * np.pi))
+        if self.transition < 1.0:
+            self.transition = min(1.0, self.transition + dt / max(self.transition_s, 1e-6))
 
     def snap(self, point: np.ndarray) -> None:
         self.target = np.array([point[0], self.target_height, point[2]], np.float64)
+        self.transition = 1.0
 
     def orbit(self, delta_yaw: float, delta_pitch: float) -> None:
+        """Turn around the target (free fly: look around; fixed: nothing to turn)."""
+        if self.mode == "fixed":
+            return
+        low = np.radians(-85.0 if self.mode == "free" else -5.0)
         self.yaw = float((self.yaw + delta_yaw) % (2 * np.pi))
-        self.pitch = float(np.clip(self.pitch + delta_pitch, np.radians(-5.0), np.radians(85.0)))
+        self.pitch = float(np.clip(self.pitch + delta_pitch, low, np.radians(85.0)))
 
     def zoom(self, steps: float) -> None:
-        self.distance = float(np.clip(self.distance * 0.9 ** steps, self.min_distance, self.max_distance))
+        if self.mode == "free":
+            self.free_eye = self.free_eye - orbit_offset(self.yaw, self.pitch) * 0.5 * steps
+        elif self.mode == "fixed":
+            toward = self.target - self.fixed_eye
+            room = float(np.linalg.norm(toward)) - self.min_distance
+            self.fixed_eye = self.fixed_eye + toward / max(np.linalg.norm(toward), 1e-9) * min(0.5 * steps, room)
+        else:
+            self.distance = float(np.clip(self.distance * 0.9 ** steps, self.min_distance, self.max_distance))
+
+    def fly(self, move: np.ndarray, up: float, dt: float) -> None:
+        """Free fly: `move` is a stick (x right, y forward) in the view's frame, `up` -1..1."""
+        forward = -orbit_offset(self.yaw, self.pitch)
+        right = np.cross(forward, [0.0, 1.0, 0.0])
+        right /= max(np.linalg.norm(right), 1e-9)
+        velocity = right * move[0] + forward * move[1] + np.array([0.0, 1.0, 0.0]) * up
+        self.free_eye = self.free_eye + velocity * self.fly_speed * dt
+
+    # ---- what the renderer reads ----------------------------------------------------------------
+    def _mode_eye(self) -> np.ndarray:
+        if self.mode == "free":
+            return self.free_eye
+        if self.mode == "fixed":
+            return self.fixed_eye
+        return self.target + self.distance * orbit_offset(self.yaw, self.pitch)
+
+    def _mode_look(self) -> np.ndarray:
+        if self.mode == "free":
+            return self.free_eye - orbit_offset(self.yaw, self.pitch)
+        return self.target
 
     def eye(self) -> np.ndarray:
-        offset = np.array([np.sin(self.yaw) * np.cos(self.pitch), np.sin(self.pitch),
-                           np.cos(self.yaw) * np.cos(self.pitch)])
-        return self.target + self.distance * offset
+        if self.transition >= 1.0:
+            return self._mode_eye()
+        return self.from_eye + (self._mode_eye() - self.from_eye) * smoothstep(self.transition)
+
+    def look_point(self) -> np.ndarray:
+        if self.transition >= 1.0:
+            return self._mode_look()
+        return self.from_look + (self._mode_look() - self.from_look) * smoothstep(self.transition)
 
     def view(self) -> np.ndarray:
-        return look_at(self.eye(), self.target)
+        return look_at(self.eye(), self.look_point())
 
     def projection(self, aspect: float) -> np.ndarray:
         proj = perspective(self.fov_y, aspect, 0.05, 300.0)
@@ -103,5 +218,11 @@ class OrbitCamera:
 
     def view_yaw(self) -> float:
         """Yaw of the horizontal viewing direction as `pfnn_core.controller` expects it (0 looks along
-        +Z); the camera sits on the opposite side of the target, hence the half turn."""
-        return float((self.yaw + np.pi) % (2 * np.pi))
+        +Z), so the stick moves the character relative to what the screen shows in every mode."""
+        looking = self.look_point() - self.eye()
+        if np.hypot(looking[0], looking[2]) < 1e-6:  # looking straight down: fall back on the yaw
+            return float((self.yaw + np.pi) % (2 * np.pi))
+        return float(np.arctan2(looking[0], looking[2]) % (2 * np.pi))
+
+
+OrbitCamera = Camera  # the earlier name, still used by the renderer's type hints

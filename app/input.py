@@ -8,13 +8,14 @@ input devices (no /dev/input, no permission) the viewer simply runs keyboard-onl
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyglet.window import key
 
+from app.keys import action_for_button, gamepad_axes, held_keys
 from pfnn_core.controller import clamp_stick, stick_from_keys
 
-MOVE_KEYS = {"up": (key.W, key.UP), "down": (key.S, key.DOWN), "left": (key.A, key.LEFT), "right": (key.D, key.RIGHT)}
-RUN_KEYS = (key.LSHIFT, key.RSHIFT)
-STRAFE_KEYS = (key.Q, key.E)
+MOVE_KEYS = {"up": held_keys("move_forward"), "down": held_keys("move_back"), "left": held_keys("move_left"),
+             "right": held_keys("move_right")}
+RUN_KEYS = held_keys("run")
+STRAFE_KEYS = held_keys("strafe")
 TRIGGER_ON = 0.5
 
 
@@ -45,11 +46,17 @@ def radial_deadzone(stick, deadzone: float) -> np.ndarray:
 
 
 def gamepad_frame(controller, deadzone: float = 0.15) -> InputFrame:
-    """Poll a pyglet Controller: left stick moves, right stick orbits, right trigger runs, left strafes.
-    pyglet's y axes point down, so they are negated to make 'up' positive."""
-    move = radial_deadzone([controller.leftx, -controller.lefty], deadzone)
-    camera = radial_deadzone([controller.rightx, -controller.righty], deadzone)
-    return InputFrame(move, controller.righttrigger > TRIGGER_ON, controller.lefttrigger > TRIGGER_ON, camera)
+    """Poll a pyglet Controller through the control table (`app.keys`): by default the left stick moves,
+    the right stick turns the camera, the right trigger runs, the left one strafes. pyglet's y axes
+    point down, so they are negated to make 'up' positive."""
+    def stick(action):
+        x_axis, y_axis = gamepad_axes(action)
+        return radial_deadzone([getattr(controller, x_axis), -getattr(controller, y_axis)], deadzone)
+
+    def trigger(action):
+        return getattr(controller, gamepad_axes(action)[0]) > TRIGGER_ON
+
+    return InputFrame(stick("move"), trigger("run"), trigger("strafe"), stick("camera_turn"))
 
 
 def combine(frames: list[InputFrame]) -> InputFrame:
@@ -76,6 +83,7 @@ class InputDevices:
     controllers: list = field(default_factory=list)
     manager: object = None
     messages: list = field(default_factory=list)
+    actions: list = field(default_factory=list)  # actions of gamepad buttons pressed since the last `take_actions`
 
     def attach_gamepads(self) -> None:
         self.manager = open_controller_manager()
@@ -96,6 +104,7 @@ class InputDevices:
         except Exception as error:  # a pad that vanished while opening
             self.messages.append(f"Gamepad could not be opened: {error}")
             return
+        controller.push_handlers(on_button_press=self.on_button_press)
         self.controllers.append(controller)
         self.messages.append(f"Gamepad connected: {getattr(controller, 'name', 'controller')}")
 
@@ -107,6 +116,15 @@ class InputDevices:
             controller.close()
         except Exception:
             pass
+
+    def on_button_press(self, controller, button: str) -> None:
+        action = action_for_button(button)
+        if action is not None:
+            self.actions.append(action)
+
+    def take_actions(self) -> list:
+        taken, self.actions = self.actions, []
+        return taken
 
     def on_key_press(self, symbol, modifiers) -> None:
         self.held.add(symbol)

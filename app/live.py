@@ -96,11 +96,20 @@ class LiveSource:
     def reset(self) -> None:
         self.character.reset(positions=crowd_positions(self.character.batch))
 
+    def snapshot(self):
+        """What stepping back restores. A tick builds a new state and never changes the old one, so
+        the state itself (not a copy) is kept."""
+        return self.character.state, self.last_command
+
+    def restore(self, snapshot) -> None:
+        state, self.last_command = snapshot
+        self.character.state = self.character.previous_state = state
+
     def frames(self) -> list[SceneFrame]:
         network, state = self.character.network, self.character.state
         contact_joints, names = np.asarray(network.contact_joints), tuple(network.names)
-        return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0)
-                for b in range(state.batch_size)]
+        return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0,
+                                   offsets=network.offsets) for b in range(state.batch_size)]
 
 
 def apply_gait_speeds(settings, meta) -> None:

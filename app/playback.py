@@ -28,6 +28,8 @@ class PlaybackClip:
     contact_joints: np.ndarray | None  # [4] Foot_L, Toes_L, Foot_R, Toes_R
     contacts: np.ndarray | None  # [F, 4] 0/1
     phase: np.ndarray  # [F] in [0, 1)
+    joint_rot: np.ndarray | None = None  # [F, J, 4] world rotations, consecutive frames in one hemisphere
+    offsets: np.ndarray | None = None  # [J, 3] bone offsets (metres)
 
     @property
     def duration(self) -> float:
@@ -38,6 +40,7 @@ def load_clip(path) -> PlaybackClip:
     """Load a BVH file into a clip, labelled by the same code as the training data (root frames,
     contacts, phase). Raises ValueError (bvh.BVHError) or OSError on a bad file."""
     from pfnn_core import bvh, features
+    from pfnn_core.quat import quat_unroll
 
     motion = bvh.load(str(path))
     if motion.num_frames < 1:
@@ -51,7 +54,8 @@ def load_clip(path) -> PlaybackClip:
         root_dir = np.tile([0.0, 0.0, 1.0], (motion.num_frames, 1))
         return PlaybackClip(Path(path).name, tuple(motion.names), np.asarray(motion.parents),
                             float(motion.frame_time), joint_pos, root_pos, root_dir, None, None,
-                            np.zeros(motion.num_frames))
+                            np.zeros(motion.num_frames), quat_unroll(motion.global_rotations()),
+                            np.asarray(motion.offsets, np.float64))
     frames = motion.num_frames
     root_pos = np.zeros((frames, 3))
     root_pos[:, [0, 2]] = labels.root_xz
@@ -59,7 +63,8 @@ def load_clip(path) -> PlaybackClip:
     return PlaybackClip(Path(path).name, tuple(motion.names), np.asarray(motion.parents), float(motion.frame_time),
                         np.asarray(labels.global_positions, np.float64), root_pos, root_dir,
                         np.asarray(labels.contact_joints), labels.contacts.astype(np.float64),
-                        np.asarray(labels.phase, np.float64) % 1.0)
+                        np.asarray(labels.phase, np.float64) % 1.0, quat_unroll(labels.global_rotations),
+                        np.asarray(motion.offsets, np.float64))
 
 
 def _sample(values: np.ndarray, frame: float):
@@ -85,10 +90,14 @@ def clip_frame(clip: PlaybackClip, time: float) -> SceneFrame:
     future = np.array([_sample(clip.root_pos, t / clip.frame_time) for t in future_times])
     future_dir = np.array([_sample(clip.root_dir, t / clip.frame_time) for t in future_times])
     contacts = None if clip.contacts is None else _sample(clip.contacts, frame)
+    joint_rot = None
+    if clip.joint_rot is not None:
+        joint_rot = _sample(clip.joint_rot, frame)
+        joint_rot = joint_rot / np.linalg.norm(joint_rot, axis=-1, keepdims=True)
     return SceneFrame(
         joint_pos=_sample(clip.joint_pos, frame), parents=clip.parents, root_pos=_sample(clip.root_pos, frame),
         root_dir=direction, phase=lerp_phase(phase_a, phase_b, frame - np.floor(frame)), names=clip.names,
-        contact_joints=clip.contact_joints, contacts=contacts,
+        joint_rot=joint_rot, offsets=clip.offsets, contact_joints=clip.contact_joints, contacts=contacts,
         traj_past_pos=past, traj_past_dir=past_dir, traj_future_pos=future, traj_future_dir=future_dir)
 
 
@@ -118,6 +127,12 @@ class PlaybackSource:
 
     def reset(self) -> None:
         self.time = 0.0
+
+    def snapshot(self) -> float:
+        return self.time
+
+    def restore(self, snapshot: float) -> None:
+        self.time = snapshot
 
     def frames(self) -> list[SceneFrame]:
         return [clip_frame(self.clip, self.time)]

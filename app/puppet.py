@@ -6,6 +6,7 @@ turns toward the motion (or keeps the strafe facing), legs and arms swing with a
 with speed. Joint names match the bundled skeleton so styling and contacts work the same way.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +80,14 @@ class PuppetSource:
     def reset(self) -> None:
         self.root_pos, self.velocity, self.facing = np.zeros(3), np.zeros(2), np.array([0.0, 1.0])
         self.phase, self.past = 0.0, []
+
+    def snapshot(self):
+        """A shallow copy: `step` rebinds its arrays and history list, never changes them in place."""
+        return dataclasses.replace(self)
+
+    def restore(self, snapshot) -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(snapshot, f.name))
 
     def step(self, command, dt: float) -> None:
         desired = np.asarray(command.desired_velocity, np.float64)

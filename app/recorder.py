@@ -28,6 +28,10 @@ class Recorder:
         self.local_rotations.append(np.array(local_rot[0]))
         self.root_translations.append(np.array(root_translation[0]))
 
+    def truncate(self, frame_count: int) -> None:
+        """Forget the frames after the first `frame_count` (the simulation stepped back)."""
+        del self.local_rotations[frame_count:], self.root_translations[frame_count:]
+
     def save(self, path) -> Path:
         from pfnn_core import bvh
         from pfnn_core.drive import motion_from_poses

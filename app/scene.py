@@ -20,6 +20,7 @@ class SceneFrame:
     phase: float = 0.0
     names: tuple | None = None  # joint names (styling); not interpolated
     joint_rot: np.ndarray | None = None  # [J, 4] world rotations (w, x, y, z)
+    offsets: np.ndarray | None = None  # [J, 3] the skeleton's bone offsets (parent frame, metres); not interpolated
     contact_joints: np.ndarray | None = None  # [C] joint indices of the contact labels
     contacts: np.ndarray | None = None  # [C] contact strength 0..1
     lock_target: np.ndarray | None = None  # [C, 3] pinned foot positions
@@ -33,25 +34,26 @@ class SceneFrame:
 
 
 def _lerp_array(a, b, alpha):
-    if a is None or b is None or np.shape(a) != np.shape(b):
+    # attribute access and plain ufuncs: this runs for every field of every character of a crowd, every frame
+    if a is None or b is None or a.shape != b.shape:
         return b
     return a + (b - a) * alpha
 
 
 def _lerp_dir(a, b, alpha):
     mixed = _lerp_array(a, b, alpha)
-    if mixed is None:
-        return None
-    norm = np.linalg.norm(mixed, axis=-1, keepdims=True)
+    if mixed is None or mixed is b:
+        return mixed
+    norm = np.sqrt(np.add.reduce(mixed * mixed, axis=-1, keepdims=True))
     return np.where(norm > 1e-6, mixed / np.maximum(norm, 1e-6), b)
 
 
 def _nlerp_quat(a, b, alpha):
-    if a is None or b is None or np.shape(a) != np.shape(b):
+    if a is None or b is None or a.shape != b.shape:
         return b
-    b = np.where(np.sum(a * b, axis=-1, keepdims=True) < 0, -b, b)
+    b = np.where(np.add.reduce(a * b, axis=-1, keepdims=True) < 0, -b, b)
     mixed = a + (b - a) * alpha
-    return mixed / np.linalg.norm(mixed, axis=-1, keepdims=True)
+    return mixed / np.sqrt(np.add.reduce(mixed * mixed, axis=-1, keepdims=True))
 
 
 def lerp_phase(a: float, b: float, alpha: float) -> float:
@@ -91,12 +93,13 @@ def _yaw_dir(root_rot: np.ndarray) -> np.ndarray:
 
 
 def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: np.ndarray | None,
-                       names: tuple | None = None, pose_only: bool = False) -> SceneFrame:
+                       names: tuple | None = None, pose_only: bool = False,
+                       offsets: np.ndarray | None = None) -> SceneFrame:
     """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied). `pose_only`
-    leaves out the overlay data (crowd members other than the followed one)."""
+    leaves out the overlay data (crowd members other than the followed one); the pose (positions and
+    rotations, which the skinned bodies need) is always there."""
     overlay_fields = {"contacts", "lock_target", "lock_weight", "traj_past_pos", "traj_past_dir",
-                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir",
-                      "world_joint_rot"}
+                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir"}
 
     def pick(name):
         value = getattr(state, name, None)
@@ -112,6 +115,7 @@ def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: n
         phase=float(np.asarray(state.phase)[index]),
         names=names,
         joint_rot=pick("world_joint_rot"),
+        offsets=offsets,
         contact_joints=None if contact_joints is None else np.asarray(contact_joints),
         contacts=pick("contacts"),
         lock_target=pick("lock_target"),

@@ -1,6 +1,9 @@
-"""Background training: one worker thread running `pfnn_core.train.train(config, progress, stop)`, a
-queue of progress dicts for the UI thread, and a stop Event.
+"""Background training: one worker thread running `run_training` (check the resume file, load the data,
+then `pfnn_core.train.train(config, progress, stop, data)`), a queue of progress dicts for the UI
+thread, and a stop Event that is honoured at every stage (between data files, between batches).
 
+`training_config` checks what can be checked at once (the BVH folder has files, the output can be
+written, the resume file exists) before any thread starts, so a bad form fails in the same frame.
 The worker limits torch to one thread so the viewer keeps its frame rate on small machines.
 """
 
@@ -11,16 +14,67 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from app.paths import resolve, writable_file_problem
 
-def train_config_from_form(form, resume: bool = False):
-    """`pfnn_core.train.TrainConfig` from the Train panel (`ui.TrainPanel`); one torch thread so the
-    viewer keeps its frame rate; `resume` continues from the resumable state saved next to `form.out`."""
+
+class StoppedEarly(Exception):
+    """The stop flag was set before training began (while checking or loading data)."""
+
+
+def training_config(form, resume: bool, work_dir):
+    """`pfnn_core.train.TrainConfig` from the Train panel (`ui.TrainPanel`), paths resolved against the
+    work folder; one torch thread so the viewer keeps its frame rate. Raises ValueError saying what is
+    wrong with the form (no BVH files, an output that cannot be written, no resume file)."""
+    from pfnn_core.features import bvh_paths
     from pfnn_core.train import TrainConfig, resume_path_for
 
-    return TrainConfig(data=[form.bvh_dir], out=form.out, hidden_size=int(form.hidden),
+    if not form.bvh_dir.strip():
+        raise ValueError("choose a BVH folder")
+    data = resolve(form.bvh_dir, work_dir)
+    bvh_paths(data)  # ValueError naming the folder when it is missing or holds no BVH file
+    if not form.out.strip():
+        raise ValueError("choose where to save the model ('Save to')")
+    out = resolve(form.out, work_dir)
+    if not out.name.endswith(".safetensors"):
+        out = out.with_name(out.name + ".safetensors")
+    for target in (out, resume_path_for(out)):
+        problem = writable_file_problem(target)
+        if problem:
+            raise ValueError(f"Save to: {problem}")
+    resume_from = None
+    if resume:
+        resume_from = resolve(form.resume_path, work_dir) if form.resume_path.strip() else resume_path_for(out)
+        if not resume_from.is_file():
+            raise ValueError(f"nothing to resume: no resumable checkpoint at {resume_from} (a run saves one "
+                             f"next to 'Save to' at every epoch and when stopped)")
+    return TrainConfig(data=[str(data)], out=str(out), hidden_size=int(form.hidden),
                        phase_function=form.phase_function, num_kernels=int(form.kernels), beta=float(form.beta),
                        epochs=int(form.epochs), lr=float(form.learning_rate), threads=1,
-                       resume=str(resume_path_for(form.out)) if resume else None)
+                       resume=str(resume_from) if resume_from else None)
+
+
+def run_training(config, progress: Callable[[dict], None], stop: threading.Event):
+    """The worker's stages, each stoppable: check the resume file, load the data (the stop flag is
+    read after every file), train. Raises StoppedEarly when stopped before training began."""
+    from pfnn_core.features import build_training_data
+    from pfnn_core.train import resume_config, train
+
+    if config.resume:
+        progress({"event": "checking", "path": config.resume})
+        resume_config(config.resume)  # ValueError when the file holds no training state
+    if stop.is_set():
+        raise StoppedEarly("checking the resume file")
+
+    def on_file(done: int, total: int) -> None:
+        progress({"event": "loading", "files_done": done, "files": total})
+        if stop.is_set():
+            raise StoppedEarly("loading data")
+
+    progress({"event": "loading", "files_done": 0, "files": None})
+    data = build_training_data(list(config.data), mirror=config.mirror, progress=on_file)
+    if stop.is_set():
+        raise StoppedEarly("loading data")
+    return train(config, progress=progress, stop=stop, data=data)
 
 
 @dataclass
@@ -47,7 +101,10 @@ class TrainingJob:
         except ImportError:
             pass
         try:
-            self.result = self.work(self.updates.put, self.stop_event)
+            with _own_cuda_stream():
+                self.result = self.work(self.updates.put, self.stop_event)
+        except StoppedEarly as stopped:
+            self.updates.put({"event": "stopped_early", "stage": str(stopped)})
         except Exception as error:  # shown in the panel; the viewer keeps running
             self.error = f"{type(error).__name__}: {error}"
             self.updates.put({"error": self.error, "traceback": traceback.format_exc()})
@@ -74,6 +131,20 @@ class TrainingJob:
     def join(self, timeout: float | None = None) -> None:
         if self.thread is not None:
             self.thread.join(timeout)
+
+
+def _own_cuda_stream():
+    """Training's kernels on a stream of their own, so the viewer's network step (on its own stream)
+    never queues behind them; a no-op without CUDA."""
+    import contextlib
+
+    try:
+        import torch
+    except ImportError:
+        return contextlib.nullcontext()
+    if not torch.cuda.is_available():
+        return contextlib.nullcontext()
+    return torch.cuda.stream(torch.cuda.Stream())
 
 
 def eta_seconds(elapsed: float, fraction_done: float) -> float | None:

@@ -1,8 +1,10 @@
-"""The ImGui panel. All UI state lives in one `ViewerState`; `gui(state)` only reads and writes it.
+"""The ImGui panel, the help overlay, the file browser and the quit dialog. All UI state lives in one
+`ViewerState`; `gui(state)` only reads and writes it.
 
 Actions that need the application (load a checkpoint, open a BVH, start training, record) are queued
 as `state.requests` (name, payload) tuples that the app handles after the frame's UI pass, so a
 failure there is written back into the state (e.g. `state.model.error`) and shown on the next frame.
+Errors are shown as one line (`app.messages`) with the details in a tooltip.
 """
 
 import dataclasses
@@ -12,19 +14,26 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from app import keys, messages, paths
+from app.camera import CAMERA_MODES
+from app.file_browser import BrowserState, RecentFolders, browser_window
+from app.editor_panel import EditorPanel, editor_section
 from app.overlays import phase_dial_outline
+from app.renderer import VIEW_MODES
+from app.path_fields import apply_choice, path_field, remember_rect
+from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
 from pfnn_core.settings import RuntimeSettings, tunable_fields
 
 ERROR_COLOUR = (1.0, 0.42, 0.38, 1.0)
 OK_COLOUR = (0.45, 0.9, 0.55, 1.0)
 DIM_COLOUR = (0.65, 0.68, 0.74, 1.0)
+TRAIN_COLOUR = (0.40, 0.70, 1.0, 1.0)
+VALIDATION_COLOUR = (1.0, 0.60, 0.15, 1.0)
+HELP_KEY_COLOUR, HELP_MOUSE_COLOUR, HELP_PAD_COLOUR = (0.98, 0.86, 0.3, 1.0), (0.6, 0.85, 1.0, 1.0), (0.7, 0.95, 0.7, 1.0)
 PANEL_WIDTH = 430
-OVERLAY_KEYS = (("trajectory", "Trajectory", "T"), ("contacts", "Foot contacts", "C"),
-                ("phase", "Phase dial", "P"), ("joint_axes", "Joint axes", "J"))
+OVERLAY_TOGGLES = (("trajectory", "Trajectory", "toggle_trajectory"), ("contacts", "Foot contacts", "toggle_contacts"),
+                   ("phase", "Phase dial", "toggle_phase"), ("joint_axes", "Joint axes", "toggle_joint_axes"))
 PHASE_FUNCTIONS = ("cubic", "rbf")
-CONTROLS_HINT = ("WASD / arrows  move (camera-relative)", "Shift  run     Q / E  strafe",
-                 "drag / scroll  orbit / zoom", "T C P J  overlays   Tab  panel",
-                 "Space  reset   R  record   F1  help")
 
 
 @dataclass
@@ -37,8 +46,9 @@ class ModelPanel:
 
 @dataclass
 class TrainPanel:
-    bvh_dir: str = "assets/bvh"
-    out: str = "out/viewer_model.safetensors"
+    bvh_dir: str = str(paths.BUNDLED_BVH)
+    out: str = "models/viewer_model.safetensors"  # relative paths: in the work folder
+    resume_path: str = ""  # resumable checkpoint ("" = the one saved next to `out`)
     phase_function: str = "rbf"
     kernels: int = 8
     beta: float = 8.0
@@ -54,6 +64,7 @@ class TrainPanel:
     epochs_x: list = field(default_factory=list)
     train_loss: list = field(default_factory=list)
     val_loss: list = field(default_factory=list)
+    plot_epochs: int = 0  # epochs of the run the loss plot shows (the form's value may change since)
     result_path: str = ""
 
 
@@ -71,9 +82,18 @@ class PlaybackPanel:
 
 @dataclass
 class RecordPanel:
-    path: str = "out/recording.bvh"
+    path: str = "recordings/recording.bvh"
     recording: bool = False
     frames: int = 0
+    message: str = ""
+    error: str = ""
+
+
+@dataclass
+class CapturePanel:
+    folder: str = "captures"  # screenshots and videos named by date and time go here
+    video_recording: bool = False
+    video_frames: int = 0
     message: str = ""
     error: str = ""
 
@@ -84,13 +104,25 @@ class ViewerState:
     overlays: dict = field(default_factory=lambda: {"trajectory": True, "contacts": True, "phase": True,
                                                     "joint_axes": False})
     show_panel: bool = True
-    show_help: bool = True
-    open_sections: tuple = ("Model", "Overlays", "Stats")  # panel sections open at start
+    show_help: bool = False  # the F1 overlay listing every control
+    view_mode: str = "mesh"  # how bodies are drawn: one of VIEW_MODES (read by the renderer)
+    camera_mode: str = "follow"  # mirrors the camera (the panel asks for changes with a request)
+    open_sections: tuple = ("Model", "View", "Stats")  # panel sections open now (clicks on headers edit it)
     source_label: str = ""
     model: ModelPanel = field(default_factory=ModelPanel)
+    # what "Reset to defaults" restores: the loaded model's values (`RuntimeSettings.from_checkpoint_meta`)
+    model_defaults: RuntimeSettings = field(default_factory=RuntimeSettings)
     train: TrainPanel = field(default_factory=TrainPanel)
     playback: PlaybackPanel = field(default_factory=PlaybackPanel)
     record: RecordPanel = field(default_factory=RecordPanel)
+    capture: CapturePanel = field(default_factory=CapturePanel)
+    transport: TransportPanel = field(default_factory=TransportPanel)
+    browser: BrowserState = field(default_factory=BrowserState)
+    recent: RecentFolders = field(default_factory=lambda: RecentFolders(paths.config_dir() / "recent.json"))
+    work_dir: str = field(default_factory=lambda: str(paths.work_dir()))  # relative panel paths start here
+    confirm_quit: bool = False  # the "training is running: quit anyway?" dialog is open
+    field_rects: dict = field(default_factory=dict)  # screen rects (x0, y0, x1, y1) of named widgets, last frame
+    editor: EditorPanel = field(default_factory=EditorPanel)
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
     hud: dict = field(default_factory=dict)  # phase, speed, gait of the followed character
     messages: list = field(default_factory=list)  # recent notices (gamepads, saves)
@@ -102,6 +134,16 @@ class ViewerState:
     def take_requests(self) -> list:
         taken, self.requests = self.requests, []
         return taken
+
+    def resolve(self, text: str):
+        """A path typed in the panel as an absolute path (relative ones start in the work folder)."""
+        return paths.resolve(text, self.work_dir)
+
+
+def reset_settings(settings: RuntimeSettings, defaults: RuntimeSettings) -> None:
+    """Every field of `settings` back to `defaults`, in place (the runtime holds this object)."""
+    for field_ in dataclasses.fields(settings):
+        setattr(settings, field_.name, getattr(defaults, field_.name))
 
 
 def load_font(size_px: float = 15.0) -> None:
@@ -152,19 +194,45 @@ def _tooltip(text: str) -> None:
         imgui.set_tooltip(text)
 
 
-def _path_row(widget_id: str, path: str, button: str) -> tuple[str, bool]:
-    """A full-width path field with a button after it: (the edited path, whether the button was pressed)."""
-    imgui.set_next_item_width(-80)
-    _, path = imgui.input_text(f"##{widget_id}", path)
-    imgui.same_line()
-    return path, imgui.button(f"{button}##{widget_id}")
-
-
 def _error(text: str) -> None:
+    """An error as one line that fits the panel (the full message in a tooltip)."""
+    if not text:
+        return
+    width = imgui.get_content_region_avail().x
+    limit = 200
+    line = messages.one_line(text, limit)
+    while limit > 12 and imgui.calc_text_size(line).x > width:
+        limit = int(limit * 0.85)
+        line = messages.one_line(text, limit)
+    imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), line)
+    if imgui.is_item_hovered():
+        imgui.begin_tooltip()
+        imgui.push_text_wrap_pos(imgui.get_font_size() * 36)
+        imgui.text_unformatted(messages.details(text))
+        imgui.pop_text_wrap_pos()
+        imgui.end_tooltip()
+
+
+def _dim_line(text: str) -> None:
     if text:
         imgui.push_text_wrap_pos(0.0)
-        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), text)
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), text)
         imgui.pop_text_wrap_pos()
+
+
+def _labelled_slider(state: ViewerState, name: str, label: str, value: float, low: float, high: float,
+                     text: str, width: float) -> tuple[bool, float]:
+    """A slider with its value written beside it, where the grab can never cover it."""
+    imgui.set_next_item_width(width)
+    changed, value = imgui.slider_float(f"##{name}", value, low, high, "")
+    remember_rect(state, name)
+    imgui.same_line()
+    imgui.text(text.format(value))
+    remember_rect(state, f"{name}_value")
+    if label:
+        imgui.same_line()
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), label)
+    return changed, value
 
 
 def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool:
@@ -179,10 +247,14 @@ def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool
         changed, index = imgui.combo(label, choices.index(value) if value in choices else 0, choices)
         value = choices[index]
     elif isinstance(value, int):
-        changed, value = imgui.slider_int(label, value, int(meta.get("min", 0)), int(meta.get("max", 100)))
+        low, high = settings.limits(field_.name)
+        changed, value = imgui.slider_int(label, value, int(low), int(high))
     else:
-        low, high = float(meta.get("min", 0.0)), float(meta.get("max", 1.0))
+        low, high = settings.limits(field_.name)  # the loaded model's range (e.g. beta around its trained value)
         changed, value = imgui.slider_float(label, float(value), low, high, "%.3g")
+        if field_.name == "beta":
+            imgui.same_line()
+            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{low:g}-{high:g}")
     _tooltip(meta.get("help", ""))
     if changed:
         setattr(settings, field_.name, value)
@@ -190,12 +262,14 @@ def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool
 
 
 def tune_section(state: ViewerState) -> None:
+    if imgui.button("Reset to defaults"):
+        reset_settings(state.settings, state.model_defaults)
+    remember_rect(state, "reset_settings")
+    _tooltip("The loaded model's values (its walk and run speeds) and the runtime's defaults for the rest")
     imgui.push_item_width(140)
     for field_ in tunable_fields(state.settings):
         setting_widget(state.settings, field_)
     imgui.pop_item_width()
-    if imgui.button("Reset to defaults"):
-        state.settings.reset()
 
 
 def model_section(state: ViewerState) -> None:
@@ -204,20 +278,60 @@ def model_section(state: ViewerState) -> None:
     imgui.same_line()
     imgui.text_colored(imgui.ImVec4(*OK_COLOUR) if model.path else imgui.ImVec4(*DIM_COLOUR),
                        display_path(model.path) or "none (stand-in character)")
+    _tooltip(model.path)
     for line in model.summary:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), line)
-    model.load_path, load = _path_row("model_path", model.load_path, "Load")
-    if load:
+    if path_field(state, "model", "Checkpoint", "Load"):
         state.request("load_model", model.load_path)
     _error(model.error)
 
 
+def loss_plot_limits(epochs_x, train_loss, val_loss, run_epochs: int) -> tuple[float, float, float, float]:
+    """(x min, x max, y min, y max) that hold every point of both curves, y on a log scale with a
+    margin, x from 0 to the run's epochs (or further when a resumed run went past them)."""
+    values = np.asarray([v for v in list(train_loss) + list(val_loss) if np.isfinite(v) and v > 0], np.float64)
+    x_max = max([float(run_epochs), 1.0] + [float(x) for x in epochs_x])
+    if len(values) == 0:
+        return 0.0, x_max, 1e-3, 1.0
+    low, high = np.log10(values.min()), np.log10(values.max())
+    margin = max(0.08 * (high - low), 0.05)
+    return 0.0, x_max, float(10 ** (low - margin)), float(10 ** (high + margin))
+
+
+def loss_plot(state: ViewerState) -> None:
+    train = state.train
+    if not train.train_loss or not implot.begin_plot("Loss", imgui.ImVec2(-1, 170)):
+        return
+    x0, x1, y0, y1 = loss_plot_limits(train.epochs_x, train.train_loss, train.val_loss,
+                                      train.plot_epochs or train.epochs)
+    implot.setup_axes("epoch", "loss")
+    implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+    implot.setup_axis_limits(implot.ImAxis_.x1, x0, x1, imgui.Cond_.always)
+    implot.setup_axis_limits(implot.ImAxis_.y1, y0, y1, imgui.Cond_.always)
+    implot.setup_legend(implot.Location_.north_east)
+    xs = np.asarray(train.epochs_x, np.float64)
+    # markers: a curve of one point (after the first epoch) is a dot, not nothing
+    for name, values, colour in (("train", train.train_loss, TRAIN_COLOUR),
+                                 ("validation", train.val_loss, VALIDATION_COLOUR)):
+        if len(values) != len(xs):
+            continue
+        spec = implot.Spec()
+        spec.line_color = spec.marker_fill_color = spec.marker_line_color = imgui.ImVec4(*colour)
+        spec.marker, spec.marker_size, spec.line_weight = implot.Marker_.circle, 3.0, 2.0
+        implot.plot_line(name, xs, np.asarray(values, np.float64), spec)
+    implot.end_plot()
+    remember_rect(state, "loss_plot")
+
+
 def train_section(state: ViewerState) -> None:
     train = state.train
-    imgui.push_item_width(170)
     imgui.begin_disabled(train.running)
-    _, train.bvh_dir = imgui.input_text("BVH folder", train.bvh_dir)
-    _, train.out = imgui.input_text("Save to", train.out)
+    path_field(state, "bvh_dir", "BVH folder")
+    path_field(state, "train_out", "Save to")
+    path_field(state, "resume", "Resume from")
+    if not train.resume_path.strip():
+        _tooltip("Empty: the resumable checkpoint saved next to 'Save to'")
+    imgui.push_item_width(170)
     index = PHASE_FUNCTIONS.index(train.phase_function) if train.phase_function in PHASE_FUNCTIONS else 0
     _, index = imgui.combo("Phase function", index, list(PHASE_FUNCTIONS))
     train.phase_function = PHASE_FUNCTIONS[index]
@@ -227,9 +341,9 @@ def train_section(state: ViewerState) -> None:
     _, train.hidden = imgui.slider_int("Hidden size", train.hidden, 32, 1024)
     _, train.epochs = imgui.slider_int("Epochs", train.epochs, 1, 200)
     _, train.learning_rate = imgui.input_float("Learning rate", train.learning_rate, 0.0, 0.0, "%.1e")
+    imgui.pop_item_width()
     imgui.end_disabled()
     _, train.auto_swap = imgui.checkbox("Use the model when training finishes", train.auto_swap)
-    imgui.pop_item_width()
     if train.running:
         if imgui.button("Stop"):
             state.request("stop_training")
@@ -239,42 +353,29 @@ def train_section(state: ViewerState) -> None:
         imgui.same_line()
         if imgui.button("Resume"):
             state.request("start_training", {"resume": True})
-    if train.result_path:
+    if train.result_path and not train.running:
         imgui.same_line()
         if imgui.button("Use this model"):
             state.request("load_model", train.result_path)
-    if train.running or train.progress > 0:
+    if train.running:
         eta = "" if train.eta_s is None else f"  ETA {int(train.eta_s) // 60}:{int(train.eta_s) % 60:02d}"
         imgui.progress_bar(train.progress, imgui.ImVec2(-1, 0), f"{100 * train.progress:.0f}%{eta}")
-    if train.status:
-        imgui.push_text_wrap_pos(0.0)
-        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), train.status)
-        imgui.pop_text_wrap_pos()
+    _dim_line(train.status)
     _error(train.error)
-    if train.train_loss and implot.begin_plot("Loss", imgui.ImVec2(-1, 170)):
-        implot.setup_axes("epoch", "loss", 0, implot.AxisFlags_.auto_fit)
-        implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
-        implot.setup_axis_limits(implot.ImAxis_.x1, 0, max(train.epochs, 1), imgui.Cond_.always)
-        implot.setup_legend(implot.Location_.north_east)
-        xs = np.asarray(train.epochs_x, np.float64)
-        implot.plot_line("train", xs, np.asarray(train.train_loss, np.float64))
-        if len(train.val_loss) == len(xs):
-            implot.plot_line("validation", xs, np.asarray(train.val_loss, np.float64))
-        implot.end_plot()
+    loss_plot(state)
 
 
 def playback_section(state: ViewerState) -> None:
     playback = state.playback
-    playback.path, open_clicked = _path_row("bvh_path", playback.path, "Open")
-    if open_clicked:
+    if path_field(state, "playback", "BVH file", "Open"):
         state.request("open_bvh", playback.path)
     _error(playback.error)
     if playback.active:
         imgui.text(playback.clip_name)
         _, playback.playing = imgui.checkbox("Play", playback.playing)
         imgui.same_line()
-        imgui.set_next_item_width(120)
-        _, playback.speed = imgui.slider_float("Speed", playback.speed, 0.1, 2.0, "%.2fx")
+        _, playback.speed = _labelled_slider(state, "playback_speed", "speed", playback.speed, 0.1, 2.0,
+                                             "{:.2f}x", 150)
         imgui.set_next_item_width(-1)
         changed, playback.time = imgui.slider_float("##time", playback.time, 0.0, max(playback.duration, 1e-3),
                                                     "%.2f s")
@@ -286,18 +387,75 @@ def playback_section(state: ViewerState) -> None:
 
 def record_section(state: ViewerState) -> None:
     record = state.record
-    imgui.set_next_item_width(-90)
-    _, record.path = imgui.input_text("##record_path", record.path)
-    imgui.same_line()
+    path_field(state, "record", "BVH file")
+    toggle = keys.keys_label(keys.control("toggle_recording"))
     if record.recording:
-        if imgui.button("Stop (R)"):
+        if imgui.button(f"Stop ({toggle})"):
             state.request("record_stop")
+        imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {record.frames} frames")
-    elif imgui.button("Record (R)"):
+    elif imgui.button(f"Record ({toggle})"):
         state.request("record_start")
     if record.message:
         imgui.text_colored(imgui.ImVec4(*OK_COLOUR), record.message)
+        _tooltip(record.message)
     _error(record.error)
+
+
+def capture_section(state: ViewerState) -> None:
+    capture = state.capture
+    path_field(state, "capture_dir", "Folder")
+    if imgui.button(f"Screenshot ({keys.keys_label(keys.control('screenshot'))})"):
+        state.request("screenshot")
+    imgui.same_line()
+    video_key = keys.keys_label(keys.control("toggle_video"))
+    if capture.video_recording:
+        if imgui.button(f"Stop video ({video_key})"):
+            state.request("video_stop")
+        imgui.same_line()
+        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {capture.video_frames} frames")
+    elif imgui.button(f"Record video ({video_key})"):
+        state.request("video_start")
+    if capture.message:
+        imgui.text_colored(imgui.ImVec4(*OK_COLOUR), messages.one_line(capture.message, 60))
+        _tooltip(capture.message)
+    _error(capture.error)
+
+
+def time_section(state: ViewerState) -> None:
+    transport = state.transport
+    label = keys.keys_label(keys.control("toggle_pause"))
+    if imgui.button(("Resume" if transport.paused else "Pause") + f" ({label})"):
+        state.request("action", "toggle_pause")
+    for action, text in (("rewind_second", "-1 s"), ("step_back", "< tick"), ("step_forward", "tick >")):
+        imgui.same_line()
+        if imgui.button(text):
+            state.request("action", action)
+        _tooltip(f"{keys.control(action).description} ({keys.keys_label(keys.control(action))})")
+    changed, speed = _labelled_slider(state, "sim_speed", "speed", transport.speed, MIN_SPEED, MAX_SPEED,
+                                      "{:.2f}x", 200)
+    if changed:
+        transport.speed = float(speed)
+    _dim_line(f"{'PAUSED   ' if transport.paused else ''}can step back {transport.history_s:.1f} s")
+
+
+def view_section(state: ViewerState) -> None:
+    imgui.push_item_width(150)
+    index = VIEW_MODES.index(state.view_mode) if state.view_mode in VIEW_MODES else 0
+    changed, index = imgui.combo(f"Body ({keys.keys_label(keys.control('cycle_view_mode'))})", index, list(VIEW_MODES))
+    if changed:
+        state.view_mode = VIEW_MODES[index]
+    index = CAMERA_MODES.index(state.camera_mode) if state.camera_mode in CAMERA_MODES else 0
+    changed, index = imgui.combo("Camera (1-4)", index, list(CAMERA_MODES))
+    if changed:
+        state.request("camera_mode", CAMERA_MODES[index])
+    imgui.pop_item_width()
+    imgui.same_line()
+    if imgui.button(f"Reset ({keys.keys_label(keys.control('camera_reset'))})"):
+        state.request("action", "camera_reset")
+    for name, label, action in OVERLAY_TOGGLES:
+        _, state.overlays[name] = imgui.checkbox(f"{label} ({keys.keys_label(keys.control(action))})",
+                                                 state.overlays[name])
 
 
 def stats_section(state: ViewerState) -> None:
@@ -308,11 +466,6 @@ def stats_section(state: ViewerState) -> None:
     imgui.text(f"tick {stats.get('tick_ms', 0.0):5.2f} ms   inference {stats.get('infer_ms', 0.0):5.2f} ms")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"device: {stats.get('device', 'cpu')}   "
                                                   f"substeps {stats.get('substeps', 0)}")
-
-
-def overlay_section(state: ViewerState) -> None:
-    for name, label, hotkey in OVERLAY_KEYS:
-        _, state.overlays[name] = imgui.checkbox(f"{label} ({hotkey})", state.overlays[name])
 
 
 def phase_dial(phase: float, radius: float = 26.0) -> None:
@@ -335,7 +488,8 @@ def phase_dial(phase: float, radius: float = 26.0) -> None:
 
 
 def hud_window(state: ViewerState, display_size) -> None:
-    """Top-left: what drives the character, its phase dial, speed and gait; the controls hint."""
+    """Top-left: what drives the character, its phase dial, speed and gait, the transport; bottom-left
+    the help hint."""
     flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize |
              imgui.WindowFlags_.no_focus_on_appearing | imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_move)
     imgui.set_next_window_pos(imgui.ImVec2(12, 12))
@@ -351,36 +505,135 @@ def hud_window(state: ViewerState, display_size) -> None:
     imgui.text(f"gait  {state.hud.get('gait', '-')}")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{state.stats.get('fps', 0.0):.0f} FPS")
     imgui.end_group()
-    if state.record.recording:
-        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), "REC")
+    transport = state.transport
+    if transport.paused or abs(transport.speed - 1.0) > 1e-6:
+        imgui.text_colored(imgui.ImVec4(0.98, 0.86, 0.3, 1.0),
+                           ("PAUSED" if transport.paused else "") + (f"  {transport.speed:.2f}x"
+                                                                     if abs(transport.speed - 1.0) > 1e-6 else ""))
+    if state.record.recording or state.capture.video_recording:
+        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), "REC" + (" video" if state.capture.video_recording else ""))
     imgui.end()
-    if state.show_help:
+    if not state.show_help:
         imgui.set_next_window_pos(imgui.ImVec2(12, display_size[1] - 12), 0, imgui.ImVec2(0, 1))
         imgui.set_next_window_bg_alpha(0.6)
         imgui.begin("##controls", None, flags)
-        for line in CONTROLS_HINT:
-            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), line)
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR),
+                           f"{keys.keys_label(keys.control('toggle_help'))}  all controls")
         imgui.end()
+
+
+def help_window(state: ViewerState, display_size) -> None:
+    """The F1 overlay: every key, mouse and gamepad control, in sections, from `app.keys.CONTROLS`."""
+    if not state.show_help:
+        return
+    width, height = min(1000, display_size[0] - 40), display_size[1] - 40
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] / 2, display_size[1] / 2), imgui.Cond_.always,
+                              imgui.ImVec2(0.5, 0.5))
+    imgui.set_next_window_size(imgui.ImVec2(width, height), imgui.Cond_.always)
+    imgui.set_next_window_bg_alpha(0.93)
+    close = keys.keys_label(keys.control("toggle_help"))
+    _, still_open = imgui.begin(f"Controls ({close} or Escape to close)###help", True,
+                                imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_move |
+                                imgui.WindowFlags_.no_resize)
+    sections = keys.help_sections()
+    half = (sum(len(rows) + 2 for _, rows in sections) + 1) // 2
+    if imgui.begin_table("##help_columns", 2, imgui.TableFlags_.sizing_stretch_same):
+        imgui.table_next_row()
+        imgui.table_set_column_index(0)
+        lines = 0
+        for section, rows in sections:
+            if lines >= half:
+                imgui.table_set_column_index(1)
+                lines = -10 ** 6  # the rest go in the second column
+            help_section(section, rows)
+            lines += len(rows) + 2
+        imgui.end_table()
+    imgui.text_colored(imgui.ImVec4(*HELP_KEY_COLOUR), "keys")
+    imgui.same_line()
+    imgui.text_colored(imgui.ImVec4(*HELP_MOUSE_COLOUR), "mouse")
+    imgui.same_line()
+    imgui.text_colored(imgui.ImVec4(*HELP_PAD_COLOUR), "gamepad")
+    _dim_line(f"Relative paths typed in the panel start in the work folder: {state.work_dir}")
+    imgui.end()
+    if not still_open:
+        state.show_help = False
+
+
+def help_section(section: str, rows) -> None:
+    imgui.separator_text(section)
+    flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.sizing_fixed_fit
+    if not imgui.begin_table(f"##help_{section}", 2, flags):
+        return
+    imgui.table_setup_column("input", imgui.TableColumnFlags_.width_fixed, 170)
+    imgui.table_setup_column("action", imgui.TableColumnFlags_.width_stretch)
+    for keys_text, mouse_text, pad_text, description in rows:
+        imgui.table_next_row()
+        imgui.table_set_column_index(0)
+        first = True
+        for text, colour in ((keys_text, HELP_KEY_COLOUR), (mouse_text, HELP_MOUSE_COLOUR),
+                             (pad_text, HELP_PAD_COLOUR)):
+            if text:
+                if not first:
+                    imgui.same_line()
+                imgui.text_colored(imgui.ImVec4(*colour), text)
+                first = False
+        imgui.table_set_column_index(1)
+        imgui.push_text_wrap_pos(0.0)
+        imgui.text_unformatted(description)
+        imgui.pop_text_wrap_pos()
+    imgui.end_table()
+
+
+def quit_dialog(state: ViewerState, display_size) -> None:
+    """Asks before quitting while a training run is going (its progress since the last epoch is lost)."""
+    if not state.confirm_quit:
+        return
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] / 2, display_size[1] / 2), imgui.Cond_.always,
+                              imgui.ImVec2(0.5, 0.5))
+    imgui.set_next_window_focus()
+    imgui.begin("Quit?###quit", None, imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_collapse |
+                imgui.WindowFlags_.no_move)
+    imgui.text("A training run is in progress.")
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "Quitting stops it; the last finished epoch is saved and can be resumed.")
+    if imgui.button("Stop training and quit"):
+        state.request("quit_now")
+    imgui.same_line()
+    if imgui.button("Keep working"):
+        state.confirm_quit = False
+    imgui.end()
 
 
 def gui(state: ViewerState, display_size=(1280, 720)) -> None:
     """Build this frame's UI from `state` (widgets write straight back into it)."""
     hud_window(state, display_size)
-    if not state.show_panel:
-        return
+    if state.show_panel:
+        panel(state, display_size)
+    chosen = browser_window(state.browser, state.recent, paths.work_dir(), display_size, state.field_rects)
+    if chosen is not None:
+        apply_choice(state, state.browser.target, chosen)
+    help_window(state, display_size)
+    quit_dialog(state, display_size)
+
+
+def panel(state: ViewerState, display_size) -> None:
     imgui.set_next_window_pos(imgui.ImVec2(display_size[0] - PANEL_WIDTH - 12, 12), imgui.Cond_.always)
     imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, display_size[1] - 24), imgui.Cond_.always)
     imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize |
                 imgui.WindowFlags_.no_collapse)
-    sections = (("Model", model_section), ("Overlays", overlay_section), ("Tune", tune_section),
+    sections = (("Model", model_section), ("Time", time_section), ("View", view_section), ("Tune", tune_section),
                 ("Train", train_section), ("Playback", playback_section), ("Record", record_section),
-                ("Stats", stats_section))
+                ("Editor", editor_section), ("Capture", capture_section), ("Stats", stats_section))
     for title, section in sections:
-        flags = imgui.TreeNodeFlags_.default_open if title in state.open_sections else 0
-        if imgui.collapsing_header(title, flags):
+        was_open = title in state.open_sections
+        imgui.set_next_item_open(was_open, imgui.Cond_.always)  # `open_sections` is the one truth
+        is_open = imgui.collapsing_header(title)
+        if is_open != was_open:
+            others = tuple(t for t in state.open_sections if t != title)
+            state.open_sections = others + (title,) if is_open else others
+        if is_open:
             imgui.push_id(title)
             section(state)
             imgui.pop_id()
     for message in state.messages[-3:]:
-        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), message)
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), messages.one_line(message, 60))
     imgui.end()

@@ -35,6 +35,38 @@ def stand_command() -> Command:
     return Command(desired_velocity=np.zeros(2))
 
 
+@dataclass
+class CommandBatch:
+    """Commands of B characters as arrays (what the runtime tick reads)."""
+
+    desired_velocity: np.ndarray  # [B, 2] world (x, z), m/s
+    facing: np.ndarray  # [B, 2] world unit facing kept while strafing (zero where not strafing)
+    strafe: np.ndarray  # [B] bool
+
+    @classmethod
+    def of(cls, command: "Command | list[Command] | CommandBatch", batch: int) -> "CommandBatch":
+        """One command for all B characters, one per character, or a CommandBatch as it is."""
+        if isinstance(command, CommandBatch):
+            if len(command.strafe) != batch:
+                raise ValueError(f"got commands for {len(command.strafe)} characters, expected {batch}")
+            return command
+        if isinstance(command, Command):
+            desired = np.empty((batch, 2))
+            desired[:] = command.desired_velocity
+            facing = np.zeros((batch, 2))
+            if command.facing is not None:
+                facing[:] = command.facing
+            return cls(desired, facing, np.full(batch, command.facing is not None))
+        commands = list(command)
+        if len(commands) != batch:
+            raise ValueError(f"got {len(commands)} commands for {batch} characters")
+        desired = np.array([np.asarray(c.desired_velocity, dtype=float).reshape(2) for c in commands])
+        strafe = np.array([c.facing is not None for c in commands])
+        facing = np.array([np.zeros(2) if c.facing is None else np.asarray(c.facing, dtype=float).reshape(2)
+                           for c in commands])
+        return cls(desired.reshape(batch, 2), facing.reshape(batch, 2), strafe.reshape(batch))
+
+
 def camera_axes(camera_yaw: float) -> tuple[np.ndarray, np.ndarray]:
     """World (x, z) forward and right unit vectors of a camera with the given yaw."""
     forward = np.array([np.sin(camera_yaw), np.cos(camera_yaw)])

@@ -45,6 +45,7 @@ from scipy.ndimage import gaussian_filter1d
 from pfnn_core import bvh, data_checks, quat
 from pfnn_core.quat import wrap_angle
 from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
+from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.phase import (
     cycle_strides, phase_from_contacts, phase_from_root_height, standing_frames, stride_statistics, touchdowns,
 )
@@ -64,9 +65,12 @@ MIN_CLIP_S = 0.5
 STANDING_MAX_SPEED = 0.25  # m/s: a clip whose mean root speed is below this is standing data
 ARMS_DOWN_TOLERANCE = 0.05  # m: hands within this height of the clip's first frame are "down"
 STANDING_REPLICAS = 4
-FEATURES_VERSION = 2  # bump when a change alters the built samples (the dataset cache key holds it)
+STAND_FADE = (0.1, 0.35)  # m/s: gait 'stand' fades out between these speeds
+RUN_FADE = (1.6, 2.2)  # m/s: without content labels, 'run' fades in between these speeds
+SKELETON_TOLERANCE_M = 0.002  # bone offsets of one training set may differ by this much (dataset 1: 0.4 mm)
+FEATURE_VERSION = 3  # bump when the features computed from the same files change (keys the dataset cache)
 # Modules whose code decides the samples: their source is part of the dataset cache key.
-FEATURE_CODE_MODULES = ("bvh", "quat", "kinematics", "contacts", "phase", "features", "data_checks")
+FEATURE_CODE_MODULES = ("bvh", "quat", "kinematics", "contacts", "phase", "features", "data_checks", "labels")
 MIN_FILES_PER_WORKER = 32  # automatic worker count: a process pool only for sets this large per worker
 
 
@@ -184,20 +188,24 @@ def inverse_rotate_xz(yaw, vectors):
     return np.stack([c * x - s * z, s * x + c * z], axis=-1)
 
 
-def gait_from_speed(speed) -> np.ndarray:
-    """Soft (stand, walk, run) labels [..., 3] from ground speed (m/s); shared by training and runtime.
+def smoothstep(low, high, value):
+    t = np.clip((np.asarray(value, float) - low) / (high - low), 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)
 
-    stand below 0.3 m/s, fading out by 0.8; run fading in from 1.6 to full at 2.2; walk in between.
+
+def gait_from_speed(speed, run=None) -> np.ndarray:
+    """Soft (stand, walk, run) labels [..., 3] from ground speed (m/s) and how much the motion is a run;
+    shared by training and runtime.
+
+    stand is 1 below STAND_FADE[0] m/s and 0 above STAND_FADE[1] (the slowest walks in the data, sad and
+    elderly styles, move at 0.45-0.65 m/s); the moving rest is split between walk and run by `run`
+    [...] in [0, 1]: a clip's content (run/dash clips 1) in training, the run button at run time.
+    Without `run` (data without content labels) the run share fades in from 1.6 to 2.2 m/s.
     """
     speed = np.asarray(speed, float)
-
-    def smoothstep(low, high, value):
-        t = np.clip((value - low) / (high - low), 0.0, 1.0)
-        return t * t * (3.0 - 2.0 * t)
-
-    stand = 1.0 - smoothstep(0.3, 0.8, speed)
-    run = smoothstep(1.6, 2.2, speed)
-    return np.stack([stand, 1.0 - stand - run, run], axis=-1)
+    stand = 1.0 - smoothstep(*STAND_FADE, speed)
+    run_share = smoothstep(*RUN_FADE, speed) if run is None else np.clip(np.broadcast_to(run, speed.shape), 0.0, 1.0)
+    return np.stack([stand, (1.0 - stand) * (1.0 - run_share), (1.0 - stand) * run_share], axis=-1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -277,6 +285,26 @@ def facing_directions(global_positions, names, parents, dt: float, sigma_s: floa
     if sigma_s > 0 and len(facing) > 1:
         facing = gaussian_filter1d(facing, sigma_s / dt, axis=0, mode="nearest")
     return facing / np.maximum(np.linalg.norm(facing, axis=-1, keepdims=True), 1e-9)
+
+
+def body_frames(global_positions, names, parents) -> tuple[np.ndarray, np.ndarray]:
+    """The character's own frame in every frame, unsmoothed: origin under the hips (y = 0), x along the
+    hip line (right hip to left hip, on the ground), y up, z forward. Returns (origin [F, 3], yaw [F])
+    with yaw as everywhere (0 faces +Z); `to_body_frame` expresses points in it. Used to compare poses
+    (stance, realism), where the smoothed control root would hide the pelvis' own turn."""
+    global_positions = np.asarray(global_positions, float)
+    left, right = body_lines(names, parents, global_positions[0])["hips"]
+    across = global_positions[:, left, [0, 2]] - global_positions[:, right, [0, 2]]
+    origin = global_positions[:, hips_joint(names, parents, global_positions)].copy()
+    origin[:, 1] = 0.0
+    return origin, np.arctan2(-across[:, 1], across[:, 0])
+
+
+def to_body_frame(points, origin, yaw) -> np.ndarray:
+    """World points [F, K, 3] -> the frame of `body_frames` (or any origin [F, 3] and yaw [F])."""
+    local = np.asarray(points, float) - np.asarray(origin, float)[:, None]
+    local[..., [0, 2]] = inverse_rotate_xz(np.asarray(yaw, float)[:, None], local[..., [0, 2]])
+    return local
 
 
 def root_frames(motion, sigma_s: float = FACING_SIGMA_S):
@@ -364,7 +392,7 @@ class ClipLabels:
 def clip_labels(motion) -> ClipLabels:
     """Root frames, contacts and phase of one clip (at the motion's own frame rate)."""
     dt = motion.frame_time
-    global_rotations, global_positions = motion.global_rotations(), motion.global_positions()
+    global_rotations, global_positions = forward_kinematics(motion.rotations, motion.positions, motion.parents)
     names, parents = motion.names, np.asarray(motion.parents)
     hips = hips_joint(names, parents, global_positions)
     root_xz = global_positions[:, hips, [0, 2]]
@@ -419,8 +447,11 @@ def _resampled(motion):
     return resample(motion, SIM_FPS)
 
 
-def clip_features(motion, layouts: ModelLayout | None = None) -> ClipFeatures:
-    """X, Y and phase for every frame (but the first) of one clip, resampled to SIM_FPS first."""
+def clip_features(motion, layouts: ModelLayout | None = None, runs: bool | None = None) -> ClipFeatures:
+    """X, Y and phase for every frame (but the first) of one clip, resampled to SIM_FPS first.
+
+    `runs`: the clip is a run (True) or a walk (False) by its content label; None takes the gait from
+    the speed alone (`gait_from_speed`)."""
     motion = _resampled(motion)
     dt = 1.0 / SIM_FPS
     layouts = layouts or make_layouts(motion.num_joints)
@@ -452,7 +483,7 @@ def clip_features(motion, layouts: ModelLayout | None = None) -> ClipFeatures:
     now, before = np.arange(1, frames), np.arange(0, frames - 1)
     root_vel = inverse_rotate_xz(yaw[before][:, None], (labels.root_xz[now] - labels.root_xz[before])[:, None])[:, 0] / dt
     x = layouts.x.pack({
-        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now], "traj_gait": gait_from_speed(traj_speed[now]),
+        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now], "traj_gait": gait_from_speed(traj_speed[now], None if runs is None else float(runs)),
         "joint_pos": local_pos[before], "joint_vel": local_vel[before],
     })
     y = layouts.y.pack({
@@ -526,10 +557,17 @@ class TrainingData:
     mirrored: np.ndarray = None  # [N] bool
     standing: np.ndarray = None  # [N] bool: calm standing samples
     summary: dict = field(default_factory=dict)  # counts, hash, build seconds
+    style: np.ndarray = None  # [N] int64: index into `styles` of each row's style
+    styles: list = field(default_factory=list)  # style names, in the order of the model's style input
+    clip_labels: list = field(default_factory=list)  # clip id -> {"style": ..., "content": ...}
+    style_stats: dict = field(default_factory=dict)  # style -> `style_statistics` (speeds, strides, minutes)
+    floor_heights: list = field(default_factory=list)  # [4] planted height (m) of each contact joint
+    stance: dict = field(default_factory=dict)  # `standing_stance`: the feet under the hips when standing
 
 
 def bvh_paths(paths_or_folder) -> list[Path]:
-    """Sorted BVH files from a folder, a file, or a list of them; ValueError when there are none."""
+    """Sorted BVH files (.bvh, .bvh.gz) from folders (searched recursively), files, or a list of them;
+    ValueError when there are none."""
     items = [paths_or_folder] if isinstance(paths_or_folder, (str, os.PathLike)) else list(paths_or_folder)
     found = []
     for item in items:
@@ -567,13 +605,41 @@ def skeleton_dict(motion) -> dict:
     }
 
 
-def _check_same_skeleton(reference, motion, path):
+def skeleton_difference(reference, motion) -> str | None:
+    """Why two motions are not on one skeleton, or None when they are.
+
+    Joint names and parents must be equal; bone offsets may differ by SKELETON_TOLERANCE_M. End Sites
+    are not compared, nor the offsets of the root joint and of the joints down to the hips: those hold
+    each take's start position (the bundled files' Hips OFFSET does)."""
     if list(motion.names) != list(reference.names) or not np.array_equal(motion.parents, reference.parents):
-        raise ValueError(f"{path}: its skeleton (joint names) differs from {reference.source}; "
-                         "use one skeleton per training set")
-    if not np.allclose(motion.offsets, reference.offsets, atol=1e-4, rtol=1e-3):
-        raise ValueError(f"{path}: its skeleton (bone offsets) differs from {reference.source}; "
-                         "use one skeleton per training set")
+        differing = [f"{a} vs {b}" for a, b in zip(motion.names, reference.names) if a != b]
+        detail = (f"joints {', '.join(differing[:3])}" if differing
+                  else f"{motion.num_joints} joints vs {reference.num_joints}" if motion.num_joints != reference.num_joints
+                  else "the joint hierarchy (parents)")
+        return f"its joints differ ({detail})"
+    parents = np.asarray(reference.parents)
+    start = hips_joint(reference.names, parents)
+    skip = [start] + list(ancestors(parents, start))
+    gap = np.abs(np.asarray(motion.offsets, float) - np.asarray(reference.offsets, float)).max(axis=-1)
+    gap[skip] = 0.0
+    joint = int(np.argmax(gap))
+    if gap[joint] > SKELETON_TOLERANCE_M:
+        return (f"its bone offsets differ (joint {reference.names[joint]!r} by {100 * gap[joint]:.2f} cm, "
+                f"tolerance {100 * SKELETON_TOLERANCE_M:.1f} cm)")
+    return None
+
+
+def ancestors(parents, joint: int):
+    """The joints above `joint`, nearest first."""
+    while parents[joint] >= 0:
+        joint = int(parents[joint])
+        yield joint
+
+
+def _check_same_skeleton(reference, motion, path):
+    why = skeleton_difference(reference, motion)
+    if why:
+        raise ValueError(f"{path}: {why} from {reference.source}; use one skeleton per training set")
 
 
 def data_hash(paths, settings: dict) -> str:
@@ -584,11 +650,13 @@ def data_hash(paths, settings: dict) -> str:
     return digest.hexdigest()[:16]
 
 
-def feature_config(mirror: bool, standing_replicas: int, seed: int) -> dict:
+def feature_config(mirror: bool, standing_replicas: int, seed: int, clip_labels=(), label_rule: str = "filename") -> dict:
     """Everything besides the files that decides the built samples; the dataset cache's key holds it,
-    with a digest of the code that makes them (so an edit can never be served stale samples)."""
+    with the clip labels and the rule that gave them, and a digest of the code that makes the samples
+    (so an edit can never be served stale samples)."""
     return {"mirror": bool(mirror), "standing_replicas": int(standing_replicas), "seed": int(seed),
-            "fps": SIM_FPS, "version": FEATURES_VERSION, "code": _feature_code_digest()}
+            "fps": SIM_FPS, "version": FEATURE_VERSION, "code": _feature_code_digest(), "label_rule": str(label_rule),
+            "labels": [[label.style, label.content] for label in clip_labels]}
 
 
 def _feature_code_digest() -> str:
@@ -600,24 +668,101 @@ def _feature_code_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
-                        seed: int = 0, cache_dir=None, progress=None, workers: int = 1) -> TrainingData:
-    """Load every BVH, make samples (plus mirrored copies), calm standing samples, stride statistics.
+@dataclass
+class _StyleSamples:
+    """What one style's clips measure (collected while building, summarised by `style_statistics`)."""
 
-    Raises ValueError naming the file(s) for: no BVH, an unreadable file, mixed skeletons, a clip too
-    short to window (every file is checked first; the message lists them all). Warnings about the data
-    (`data_checks`: implausible speeds, reference-pose first frames, missing or fragmented contacts,
-    duplicates, mixed frame rates) are logged and kept in `summary["findings"]`.
+    seconds: dict = field(default_factory=dict)  # content -> seconds of mocap
+    clip_speeds: dict = field(default_factory=dict)  # motion kind -> [mean clip speed]
+    cycle_speeds: list = field(default_factory=list)
+    cycle_strides: list = field(default_factory=list)
+    walk_cycle_speeds: list = field(default_factory=list)
+
+
+def motion_kind(label) -> str:
+    """'stand', 'walk', 'run', 'back' (walking backwards), 'side' (side-steps) or 'other' from a clip
+    label's content, 'unknown' when the content is unknown."""
+    content = label.content
+    if label.stands:
+        return "stand"
+    if label.runs is None:
+        return "unknown"
+    if label.runs:
+        return "run"
+    if "back" in content:
+        return "back"
+    if content.endswith(("-left", "-right")) and "turn" not in content:
+        return "side"
+    return "walk" if content.startswith("walk") else "other"
+
+
+def style_statistics(samples: _StyleSamples) -> dict:
+    """Per style: minutes (total and per content), clips, full-stick walk and run speeds (median mean clip
+    speed of forward walks and runs), the slowest walk (10th percentile of forward-walk cycle speeds),
+    backward-walk and side-step speeds, and the stride length as a function of speed."""
+    def median(kind):
+        values = samples.clip_speeds.get(kind) or []
+        return float(np.median(values)) if values else None
+
+    walk_cycles = np.asarray(samples.walk_cycle_speeds, float)
+    return {
+        "minutes": round(sum(samples.seconds.values()) / 60.0, 3),
+        "content_minutes": {k: round(v / 60.0, 3) for k, v in sorted(samples.seconds.items())},
+        "clips": int(sum(len(v) for v in samples.clip_speeds.values())),
+        "walk": median("walk") or median("unknown"), "run": median("run"),
+        "slowest_walk": float(np.percentile(walk_cycles, 10)) if len(walk_cycles) else None,
+        "walk_back": median("back"), "side_step": median("side"),
+        "stride": (stride_statistics(np.concatenate(samples.cycle_speeds), np.concatenate(samples.cycle_strides))
+                   if samples.cycle_speeds and sum(map(len, samples.cycle_speeds)) else None),
+    }
+
+
+def floor_heights(heights_and_contacts) -> list:
+    """The planted height (m) of each contact joint: the median of its height over its labelled contact
+    frames, pooled over clips [(heights [F, 4], contacts [F, 4] bool)]."""
+    heights = np.concatenate([h for h, _ in heights_and_contacts]) if heights_and_contacts else np.zeros((0, 4))
+    contacts = np.concatenate([c for _, c in heights_and_contacts]) if heights_and_contacts else np.zeros((0, 4), bool)
+    return [float(np.median(heights[contacts[:, k], k])) if contacts[:, k].any() else float("nan")
+            for k in range(heights.shape[1])]
+
+
+def standing_stance(labels: ClipLabels, names, parents) -> np.ndarray | None:
+    """The contact joints [F', 4, 3] of a standing clip's arms-down frames in the body frame
+    (`body_frames`: x along the hip line, z forward, origin under the hips), or None."""
+    keep = arms_down_frames(labels, names, parents)
+    if not keep.any():
+        return None
+    positions = labels.global_positions[keep]
+    origin, yaw = body_frames(positions, names, parents)
+    return to_body_frame(positions[:, labels.contact_joints], origin, yaw)
+
+
+def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
+                        seed: int = 0, cache_dir=None, progress=None, workers: int = 1,
+                        label_rule=None) -> TrainingData:
+    """Load every BVH, label it (`pfnn_core.labels`), make samples (plus mirrored copies), calm standing
+    samples, style, stride and floor statistics.
+
+    Raises ValueError naming the file(s) for: no BVH, a clip the labelling rule cannot label, an
+    unreadable file, mixed skeletons, a clip too short to window (every file is checked first; the
+    message lists them all). Warnings about the data (`data_checks`: implausible speeds, reference-pose
+    first frames, missing or fragmented contacts, duplicates, mixed frame rates) are logged and kept in
+    `summary["findings"]`.
     cache_dir: when given, the result is stored there (`dataset_cache`) keyed by the files' contents and
-    `feature_config`, and a later call with the same files and settings reads it back memory-mapped.
+    `feature_config` (settings, labels, feature code), and a later call with the same files, settings and
+    labels reads it back memory-mapped.
     workers: processes building clips in parallel (0 = one per CPU core); the samples do not depend on it.
     progress: called as progress(files_done, files_total).
     """
+    from pfnn_core import labels as labelling
+
     paths = bvh_paths(paths_or_folder)
-    config = feature_config(mirror, standing_replicas, seed)
+    rule = label_rule or labelling.LabelRule()
+    labels = labelling.label_clips(paths, rule)
+    config = feature_config(mirror, standing_replicas, seed, labels, rule.describe())
 
     def build() -> TrainingData:
-        return _build_training_data(paths, config, progress, workers)
+        return _build_training_data(paths, labels, config, progress, workers)
 
     if cache_dir is None:
         return build()
@@ -632,9 +777,28 @@ class ClipTask:
 
     path: Path
     reference: object  # the first file's skeleton (a Motion with one frame): every file must match it
+    label: object  # its labels.ClipLabel
+    style_id: int  # index of its style in the set's sorted style names
+    num_styles: int
     mirror: bool
     standing_replicas: int
     seed: int
+
+
+@dataclass
+class ClipStatistics:
+    """What the unmirrored clip adds to its style's and the pooled statistics, the floor and the stance;
+    measured by `clip_samples` (in a worker process, perhaps), combined by `_collect_statistics`."""
+
+    kind: str  # motion_kind of its label
+    content: str
+    seconds: float
+    standing: bool  # a standing clip (then only `stance` is used)
+    mean_speed: float = 0.0
+    cycle_speeds: np.ndarray = None
+    stride_lengths: np.ndarray = None
+    planted: tuple = None  # (heights [F, 4], contacts [F, 4] bool) of the contact joints
+    stance: np.ndarray = None  # `standing_stance` of a standing clip, when it has arms-down frames
 
 
 @dataclass
@@ -645,9 +809,7 @@ class ClipSamples:
     # per kept version (the clip, its mirror): TrainingData's per-row fields by name (next_index local to the
     # version, clip id added when the set is assembled); a per-row field added here is assembled as it is
     versions: list = field(default_factory=list)
-    cycle_speeds: list = field(default_factory=list)  # arrays, of the original (unmirrored) walk/run clip
-    stride_lengths: list = field(default_factory=list)
-    clip_speeds: list = field(default_factory=list)  # mean speed of the original walk/run clip
+    statistics: ClipStatistics | None = None  # of the unmirrored clip; None when the file is unusable
     duration_s: float = 0.0
     fps: float = 0.0
     content_digest: str = ""  # of the decompressed file, to find duplicates
@@ -691,31 +853,45 @@ def clip_samples(task: ClipTask) -> ClipSamples:
             return result
         layouts = make_layouts(motion.num_joints)
         rng = np.random.default_rng([task.seed, zlib.crc32(path.name.encode())])
+        kind = motion_kind(task.label)
+        runs = None if kind in ("unknown", "stand") else task.label.runs
         versions = [(motion, False)] + ([(mirror_motion(motion), True)] if task.mirror else [])
         for version, is_mirror in versions:
-            features = clip_features(version, layouts)
+            features = clip_features(version, layouts, runs=runs)
             if not is_mirror:
                 result.findings += _clip_findings(path, features, version)
+                result.statistics = clip_statistics(features, kind, task.label.content, motion.duration, version)
             if features.is_standing_clip:
                 samples = calm_standing_samples(features, layouts, task.standing_replicas, rng)
                 if samples is None:
                     continue
                 x, y, phase, next_local = samples
                 standing = np.ones(len(x), bool)
+                # Standing looks alike in every style: each replica is shown as a random style.
+                replica = np.arange(len(x)) // max(len(x) // task.standing_replicas, 1)
+                style = rng.integers(task.num_styles, size=task.standing_replicas + 1)[replica]
             else:
                 x, y, phase = features.x, features.y, features.phase
                 next_local = np.r_[np.arange(1, len(x)), -1]
                 standing = np.zeros(len(x), bool)
-                if not is_mirror:
-                    result.cycle_speeds.append(features.cycle_speeds)
-                    result.stride_lengths.append(features.stride_lengths)
-                    result.clip_speeds.append(features.mean_speed)
+                style = np.full(len(x), task.style_id)
             result.versions.append({"x": x, "y": y, "phase": phase, "next_index": next_local, "standing": standing,
-                                    "mirrored": np.full(len(x), is_mirror)})
+                                    "mirrored": np.full(len(x), is_mirror), "style": style})
     except (ValueError, OSError) as error:
         result.findings.append(_error_finding(path, error))
-        result.versions = []
+        result.versions, result.statistics = [], None
     return result
+
+
+def clip_statistics(features: ClipFeatures, kind: str, content: str, seconds: float, motion) -> ClipStatistics:
+    """One unmirrored clip's measurements for the style, floor and stance statistics."""
+    if features.is_standing_clip:
+        return ClipStatistics(kind, content, seconds, standing=True,
+                              stance=standing_stance(features.labels, motion.names, np.asarray(motion.parents)))
+    labels = features.labels
+    return ClipStatistics(kind, content, seconds, standing=False, mean_speed=features.mean_speed,
+                          cycle_speeds=features.cycle_speeds, stride_lengths=features.stride_lengths,
+                          planted=(labels.global_positions[:, labels.contact_joints, 1], labels.contacts))
 
 
 def _clip_findings(path, features: ClipFeatures, motion) -> list:
@@ -730,7 +906,8 @@ def labels_at_sim_rate(motion) -> ClipLabels:
     return clip_labels(_resampled(motion))
 
 
-def _skeleton_only(motion):
+def skeleton_only(motion):
+    """The motion's first frame only: its skeleton, small enough to send to worker processes or keep per file."""
     return dataclasses.replace(motion, rotations=motion.rotations[:1], positions=motion.positions[:1])
 
 
@@ -772,15 +949,17 @@ def _run_clip_tasks(tasks: list, workers: int, progress=None) -> list:
     return results
 
 
-def _build_training_data(paths: list, config: dict, progress, workers: int) -> TrainingData:
+def _build_training_data(paths: list, labels: list, config: dict, progress, workers: int) -> TrainingData:
     started = time.perf_counter()
     first = bvh.load(str(paths[0]))
     try:
         skeleton_dict(first)  # the foot, hip and hand roles every clip needs, found by name
     except ValueError as error:
         raise ValueError(f"{paths[0]}: {error}") from None
-    reference, layouts = _skeleton_only(first), make_layouts(first.num_joints)
-    tasks = [ClipTask(path, reference, config["mirror"], config["standing_replicas"], config["seed"]) for path in paths]
+    reference, layouts = skeleton_only(first), make_layouts(first.num_joints)
+    styles = sorted({label.style for label in labels})
+    tasks = [ClipTask(path, reference, label, styles.index(label.style), len(styles), config["mirror"],
+                      config["standing_replicas"], config["seed"]) for path, label in zip(paths, labels)]
     clips = _run_clip_tasks(tasks, workers, progress)
 
     findings = [finding for clip in clips for finding in clip.findings]
@@ -794,9 +973,11 @@ def _build_training_data(paths: list, config: dict, progress, workers: int) -> T
         raise ValueError(message)
 
     columns: dict[str, list] = {}
-    cycle_speeds, cycle_strides_all, clip_speeds = [], [], []
+    per_style = {style: _StyleSamples() for style in styles}
+    pooled = _StyleSamples()
+    planted, stances = [], []
     row_count = 0
-    for clip_id, clip in enumerate(clips):
+    for clip_id, (clip, label) in enumerate(zip(clips, labels)):
         for rows in clip.versions:
             count = len(rows["x"])
             rows = {**rows, "clip": np.full(count, clip_id),
@@ -804,22 +985,25 @@ def _build_training_data(paths: list, config: dict, progress, workers: int) -> T
             for name, values in rows.items():
                 columns.setdefault(name, []).append(values)
             row_count += count
-        cycle_speeds += clip.cycle_speeds
-        cycle_strides_all += clip.stride_lengths
-        clip_speeds += clip.clip_speeds
+        _collect_statistics(clip.statistics, per_style[label.style], pooled, planted, stances)
     if not columns:
         raise ValueError(f"{paths[0].parent}: no training samples (only standing clips without calm frames?)")
     per_row = {name: np.concatenate(parts) for name, parts in columns.items()}
     for name, dtype in (("x", np.float32), ("y", np.float32), ("phase", np.float32), ("clip", np.int64),
-                        ("next_index", np.int64)):
+                        ("next_index", np.int64), ("style", np.int64)):
         per_row[name] = per_row[name].astype(dtype)
 
-    stride = (stride_statistics(np.concatenate(cycle_speeds), np.concatenate(cycle_strides_all))
-              if cycle_speeds and sum(map(len, cycle_speeds)) else {"speed": [1.2], "stride_length": [1.4],
-                                                                   "linear": [1.4, 0.0], "num_cycles": 0})
+    pooled_stats = style_statistics(pooled)
+    stride = pooled_stats["stride"] or {"speed": [1.2], "stride_length": [1.4], "linear": [1.4, 0.0], "num_cycles": 0}
+    stance = np.concatenate(stances) if stances else None
     data = TrainingData(
         **per_row, layout=layouts, clip_names=[p.name for p in paths], skeleton=skeleton_dict(first),
-        stride=stride, gait_speeds=measured_gait_speeds(clip_speeds),
+        stride=stride, gait_speeds=measured_gait_speeds(pooled.clip_speeds), styles=styles,
+        clip_labels=[{"style": label.style, "content": label.content} for label in labels],
+        style_stats={style: style_statistics(samples) for style, samples in per_style.items()},
+        floor_heights=floor_heights(planted),
+        stance=({"positions": stance.mean(axis=0).tolist(), "spread": stance.std(axis=0).tolist(),
+                 "frames": int(len(stance))} if stance is not None else {}),
     )
     data.summary = {"files": len(paths), "rows": int(len(data.x)), "standing_rows": int(data.standing.sum()),
                     "minutes": round(sum(clip.duration_s for clip in clips) / 60.0, 3),
@@ -830,17 +1014,37 @@ def _build_training_data(paths: list, config: dict, progress, workers: int) -> T
     return data
 
 
-def measured_gait_speeds(clip_speeds) -> dict:
-    """Mean clip speed of the walk and run clips (classified by gait_from_speed), m/s."""
-    speeds = np.asarray(clip_speeds, float)
-    labels = np.argmax(gait_from_speed(speeds), axis=-1) if len(speeds) else np.zeros(0, int)
-    walk = speeds[labels == 1]
-    run = speeds[labels == 2]
-    walk_speed = float(walk.mean()) if len(walk) else 1.2
-    return {"walk": walk_speed, "run": float(run.mean()) if len(run) else 2.5 * walk_speed,
-            "measured": {"walk": int(len(walk)), "run": int(len(run))}}
+def _collect_statistics(clip: ClipStatistics, style: _StyleSamples, pooled: _StyleSamples, planted: list,
+                        stances: list) -> None:
+    """Add one (unmirrored) clip to its style's and the pooled statistics, the floor and the stance."""
+    for samples in (style, pooled):
+        samples.seconds[clip.content] = samples.seconds.get(clip.content, 0.0) + clip.seconds
+    if clip.standing:
+        if clip.stance is not None:
+            stances.append(clip.stance)
+        return
+    planted.append(clip.planted)
+    for samples in (style, pooled):
+        samples.clip_speeds.setdefault(clip.kind, []).append(clip.mean_speed)
+        if clip.kind in ("walk", "run", "unknown"):
+            samples.cycle_speeds.append(clip.cycle_speeds)
+            samples.cycle_strides.append(clip.stride_lengths)
+        if clip.kind in ("walk", "unknown"):
+            samples.walk_cycle_speeds.extend(clip.cycle_speeds.tolist())
 
 
+def measured_gait_speeds(clip_speeds: dict) -> dict:
+    """Full-stick walk and run speeds (m/s): the median mean speed of the forward-walk and run clips; a
+    set without content labels ('unknown') is split into walks and runs by `gait_from_speed`."""
+    walks, runs = list(clip_speeds.get("walk") or []), list(clip_speeds.get("run") or [])
+    unknown = np.asarray(clip_speeds.get("unknown") or [], float)
+    if len(unknown):
+        is_run = np.argmax(gait_from_speed(unknown), axis=-1) == 2
+        walks += unknown[~is_run].tolist()
+        runs += unknown[is_run].tolist()
+    walk_speed = float(np.median(walks)) if walks else 1.2
+    return {"walk": walk_speed, "run": float(np.median(runs)) if runs else 2.5 * walk_speed,
+            "measured": {"walk": len(walks), "run": len(runs)}}
 # ----------------------------------------------------------------------------------------------
 # Normalisation and split
 
@@ -876,13 +1080,28 @@ def _mean_std(array, rows: np.ndarray, chunk_rows: int):
 
 
 def split_by_clip(data: TrainingData, val_fraction: float = 0.1, seed: int = 0):
-    """(train_rows, val_rows): whole clips (with their mirrored copies) go to one side only."""
+    """(train_rows, val_rows): whole clips (with their mirrored copies) go to one side only.
+
+    With clip labels of several kinds, the split is drawn within each (style, content) group:
+    round(val_fraction * n) clips of a group of n, always leaving two in training, so a content that
+    has only a clip or two per style (side-steps, backward walks) is never held out altogether. When
+    that holds nothing out (tiny sets), clips are drawn from all, at least one."""
     clip_ids = np.unique(data.clip)
     rng = np.random.default_rng(seed)
-    shuffled = rng.permutation(clip_ids)
-    val_count = int(round(val_fraction * len(clip_ids)))
-    if val_fraction > 0 and len(clip_ids) > 1:
-        val_count = min(max(val_count, 1), len(clip_ids) - 1)
-    val_clips = shuffled[:val_count]
+    groups = {}
+    for clip_id in clip_ids:
+        label = data.clip_labels[clip_id] if data.clip_labels else {}
+        groups.setdefault((label.get("style"), label.get("content")), []).append(clip_id)
+    val_clips = []
+    if len(groups) > 1:
+        for key in sorted(groups, key=str):
+            members = rng.permutation(groups[key])
+            val_clips += list(members[:max(0, min(int(round(val_fraction * len(members))), len(members) - 2))])
+    if not val_clips:  # one kind of clip, or groups too small to stratify: draw from all clips
+        shuffled = rng.permutation(clip_ids)
+        val_count = int(round(val_fraction * len(clip_ids)))
+        if val_fraction > 0 and len(clip_ids) > 1:
+            val_count = min(max(val_count, 1), len(clip_ids) - 1)
+        val_clips = shuffled[:val_count]
     is_val = np.isin(data.clip, val_clips)
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)

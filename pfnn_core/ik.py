@@ -1,22 +1,46 @@
-"""Two-bone leg IK and foot locking, over numpy arrays with leading batch dimensions.
+"""Two-bone leg IK and foot locking.
 
-Rotations here are GLOBAL (world) joint rotations; a caller that needs local rotations takes
-`quat_inv_mul(parent_global, child_global)` afterwards. A solved leg keeps the ankle's global
-rotation, so the foot keeps its orientation and the toe follows the ankle.
+Each rule is written once, for one leg or one foot joint, as a compiled function over 3-vectors and
+3x3 rotation matrices (`mat3`); the runtime's pose kernel (`pose.py`) calls those directly, and the
+public functions here run them over arrays with leading batch dimensions (quaternions in and out,
+as `quat.py`).
+
+Rotations are GLOBAL (world) joint rotations. A solved leg keeps the ankle's global rotation, so the
+foot keeps its orientation and the toe follows the ankle.
 
 Foot locking [PFNN, MM]: when a foot joint's contact output rises above a threshold its world
-position is pinned; the pin's weight fades in and out with a halflife, and a pin is released early
-when the network's foot has moved too far from it (the body has moved on).
+position is pinned; the pin's weight fades in and out with a halflife, and a pinned foot is dragged
+along on a leash when the network's foot moves too far from it (the body has moved on).
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-from pfnn_core.quat import cross3, quat_between, quat_from_angle_axis, quat_mul, quat_mul_vec, quat_normalize, vector_length
+from pfnn_core import mat3
+from pfnn_core.contacts import foot_joints
+from pfnn_core.mat3 import njit
+from pfnn_core.quat import quat_from_matrix, quat_mul_vec, quat_to_matrix
 
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
+# Below this knee bend the leg counts as straight and the pole hint takes over the bend plane,
+# blending in continuously as the bend shrinks (a nearly straight leg's own plane is noise).
+STRAIGHT_KNEE_ANGLE = math.radians(2.0)
+
+
+def leg_chains(names, parents) -> list[tuple[int, int, int, int]]:
+    """(hip, knee, ankle, toe) joint indices of the left and the right leg (toe = ankle on a
+    skeleton without toe joints)."""
+    feet = foot_joints(list(names), parents)
+    chains = []
+    for side in ("left", "right"):
+        ankle, toe = feet[f"{side}_foot"], feet[f"{side}_toe"]
+        knee = int(parents[ankle])
+        hip = int(parents[knee])
+        chains.append((hip, knee, ankle, toe))
+    return chains
 
 
 class LegSolution(NamedTuple):
@@ -26,58 +50,87 @@ class LegSolution(NamedTuple):
     ankle_pos: np.ndarray  # [..., 3] new ankle position (= target when within reach)
 
 
-def _normalize(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    return v / np.maximum(vector_length(v, keepdims=True), eps)
+@njit
+def solve_leg(hip, knee, ankle, hip_rot, knee_rot, target, pole):
+    """Turn hip and knee (global rotation matrices) so the ankle reaches `target`; returns
+    (hip_rot, knee_rot, knee_pos, ankle_pos).
+
+    Bone lengths are kept; a target out of reach is clamped to the nearest reachable point along the
+    hip->target line. The knee bends in the leg's current plane, turned so the knee points to the
+    side of `pole` (the character's forward): a knee bent backwards, even by millimetres, is
+    mirrored forwards, and a nearly straight leg bends toward the pole.
+    """
+    thigh = mat3.sub(knee, hip)
+    shin = mat3.sub(ankle, knee)
+    thigh_length, shin_length = mat3.length(thigh), mat3.length(shin)
+    reach_max = (thigh_length + shin_length) * (1.0 - _REACH_MARGIN)
+    reach_min = abs(thigh_length - shin_length) * (1.0 + _REACH_MARGIN) + 1e-6
+    reach = min(max(mat3.length(mat3.sub(target, hip)), reach_min), reach_max)
+
+    # 1. The knee angle that puts the ankle at the reach distance (law of cosines), in a plane whose
+    #    normal bends the knee toward the pole.
+    cos_goal = (thigh_length ** 2 + shin_length ** 2 - reach ** 2) / max(2.0 * thigh_length * shin_length, 1e-12)
+    knee_goal = math.acos(min(max(cos_goal, -1.0), 1.0))
+    bend_normal = mat3.cross(thigh, shin)
+    pole_normal = mat3.normalize(mat3.cross(pole, thigh))
+    toward_pole = mat3.dot(bend_normal, pole_normal)
+    if toward_pole < 0.0:  # bent backwards: mirror the bend to the pole's side
+        bend_normal = mat3.sub(bend_normal, mat3.scale(pole_normal, 2.0 * toward_pole))
+    straight = thigh_length * shin_length * math.sin(STRAIGHT_KNEE_ANGLE)
+    bend_normal = mat3.add(bend_normal, mat3.scale(pole_normal, max(straight - mat3.length(bend_normal), 0.0)))
+    axis = mat3.normalize(bend_normal)
+    shin_goal = mat3.scale(mat3.mat_vec(mat3.axis_angle(axis, math.pi - knee_goal), thigh),
+                           shin_length / max(thigh_length, 1e-12))
+    knee_turn = mat3.between(shin, shin_goal)
+    bent_ankle = mat3.add(knee, mat3.mat_vec(knee_turn, shin))
+
+    # 2. Swing the whole leg about the hip so the hip->ankle line points at the target.
+    swing = mat3.between(mat3.sub(bent_ankle, hip), mat3.sub(target, hip))
+    new_hip_rot = mat3.mat_mul(swing, hip_rot)
+    new_knee_rot = mat3.mat_mul(swing, mat3.mat_mul(knee_turn, knee_rot))
+    new_knee = mat3.add(hip, mat3.mat_vec(swing, thigh))
+    new_ankle = mat3.add(hip, mat3.mat_vec(swing, mat3.sub(bent_ankle, hip)))
+    return new_hip_rot, new_knee_rot, new_knee, new_ankle
 
 
-def _angle_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    cos = np.sum(_normalize(u) * _normalize(v), axis=-1)
-    return np.arccos(np.clip(cos, -1.0, 1.0))
+@njit
+def _solve_legs(hip, knee, ankle, hip_rot, knee_rot, target, pole, out_hip_rot, out_knee_rot, out_knee, out_ankle):
+    for i in range(hip.shape[0]):
+        solved = solve_leg(mat3.load3(hip, i), mat3.load3(knee, i), mat3.load3(ankle, i), mat3.load33(hip_rot, i),
+                           mat3.load33(knee_rot, i), mat3.load3(target, i), mat3.load3(pole, i))
+        mat3.store33(out_hip_rot, i, solved[0])
+        mat3.store33(out_knee_rot, i, solved[1])
+        mat3.store3(out_knee, i, solved[2])
+        mat3.store3(out_ankle, i, solved[3])
+
+
+def _flat(values, shape, width) -> np.ndarray:
+    """[..., width] values broadcast to `shape` and flattened to [N, width]."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=float), shape + (width,)).reshape(-1, width))
+
+
+def _flat1(values, shape, dtype=float) -> np.ndarray:
+    """Per-element values broadcast to `shape` and flattened to [N]."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=dtype), shape).reshape(-1))
 
 
 def two_bone_ik(hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot, target, pole_hint) -> LegSolution:
-    """Rotate hip and knee (global rotations) so the ankle reaches `target`.
-
-    Bone lengths are kept; a target out of reach is clamped to the nearest reachable point along
-    the hip->target line. The knee bends in the leg's current plane; `pole_hint` [..., 3] (the
-    direction the knee should point, e.g. the character's forward) picks the plane only when the leg
-    is straight. All inputs broadcast over leading dimensions.
-    """
-    a, b, c = (np.asarray(p, dtype=float) for p in (hip_pos, knee_pos, ankle_pos))
-    target = np.asarray(target, dtype=float)
-    thigh = b - a
-    shin = c - b
-    thigh_length = vector_length(thigh)
-    shin_length = vector_length(shin)
-    reach_max = (thigh_length + shin_length) * (1.0 - _REACH_MARGIN)
-    reach_min = np.abs(thigh_length - shin_length) * (1.0 + _REACH_MARGIN) + 1e-6
-    reach = np.clip(vector_length(target - a), reach_min, reach_max)
-
-    # 1. Bend the knee to the angle that puts the ankle at the reach distance (law of cosines).
-    knee_angle_now = _angle_between(a - b, c - b)
-    cos_goal = (thigh_length ** 2 + shin_length ** 2 - reach ** 2) / np.maximum(2.0 * thigh_length * shin_length, 1e-12)
-    knee_angle_goal = np.arccos(np.clip(cos_goal, -1.0, 1.0))
-    bend_axis = cross3(thigh, shin)
-    straight_axis = cross3(np.broadcast_to(np.asarray(pole_hint, dtype=float), thigh.shape), thigh)
-    bent = vector_length(bend_axis, keepdims=True) > 1e-6 * np.maximum(
-        thigh_length * shin_length, 1e-12)[..., None]
-    bend_axis = _normalize(np.where(bent, bend_axis, straight_axis))
-    knee_turn = quat_from_angle_axis(knee_angle_now - knee_angle_goal, bend_axis)
-    bent_ankle = b + quat_mul_vec(knee_turn, shin)
-
-    # 2. Swing the whole leg about the hip so the hip->ankle line points at the target.
-    swing = quat_between(bent_ankle - a, target - a)
-    new_hip_rot = quat_normalize(quat_mul(swing, hip_rot))
-    new_knee_rot = quat_normalize(quat_mul(swing, quat_mul(knee_turn, knee_rot)))
-    new_knee_pos = a + quat_mul_vec(swing, thigh)
-    new_ankle_pos = a + quat_mul_vec(swing, bent_ankle - a)
-    return LegSolution(new_hip_rot, new_knee_rot, new_knee_pos, new_ankle_pos)
+    """`solve_leg` over leading batch dimensions; rotations are quaternions [..., 4]."""
+    shape = np.broadcast_shapes(*(np.shape(v)[:-1] for v in (hip_pos, knee_pos, ankle_pos, hip_rot, knee_rot,
+                                                              target, pole_hint)))
+    points = [_flat(v, shape, 3) for v in (hip_pos, knee_pos, ankle_pos, target, pole_hint)]
+    rotations = [np.ascontiguousarray(quat_to_matrix(_flat(q, shape, 4))) for q in (hip_rot, knee_rot)]
+    count = points[0].shape[0]
+    out_hip, out_knee = np.empty((count, 3, 3)), np.empty((count, 3, 3))
+    out_knee_pos, out_ankle_pos = np.empty((count, 3)), np.empty((count, 3))
+    _solve_legs(points[0], points[1], points[2], rotations[0], rotations[1], points[3], points[4],
+                out_hip, out_knee, out_knee_pos, out_ankle_pos)
+    return LegSolution(quat_from_matrix(out_hip).reshape(shape + (4,)), quat_from_matrix(out_knee).reshape(shape + (4,)),
+                       out_knee_pos.reshape(shape + (3,)), out_ankle_pos.reshape(shape + (3,)))
 
 
-def fade_weight(weight, goal, halflife: float, dt: float) -> np.ndarray:
-    """Move `weight` toward `goal` (exponential decay of the gap; half of it closed per halflife)."""
-    keep = 0.5 ** (dt / max(halflife, 1e-6))
-    return goal + (np.asarray(weight, dtype=float) - goal) * keep
+# ---------------------------------------------------------------------------------------------
+# Foot locking
 
 
 class FootLocks(NamedTuple):
@@ -86,37 +139,73 @@ class FootLocks(NamedTuple):
     active: np.ndarray  # [..., F] bool: pin held (weight fading in) vs released (fading out)
 
 
+@njit
+def fade_keep(halflife, dt):
+    """Share of a gap kept after dt when half of it closes per halflife."""
+    return 0.5 ** (dt / max(halflife, 1e-6))
+
+
+def fade_weight(weight, goal, halflife: float, dt: float) -> np.ndarray:
+    """Move `weight` toward `goal` (exponential decay of the gap; half of it closed per halflife)."""
+    return goal + (np.asarray(weight, dtype=float) - goal) * fade_keep(halflife, dt)
+
+
+@njit
+def locked_position(foot, target, weight):
+    """The shown position of a foot joint: the network's foot pulled toward its pin by the pin weight."""
+    return mat3.lerp(foot, target, weight)
+
+
+@njit
+def update_lock(target, weight, active, foot, in_contact, was_in_contact, keep, release_distance):
+    """Advance one foot joint's pin by one tick; returns (target, weight, active).
+
+    A pin starts on the rising edge of a contact, at full weight and at the foot's currently shown
+    position (so the foot does not jump), and holds while the contact stays high; it is never more
+    than `release_distance` (horizontally) from the network's foot. When the contact ends it fades
+    out (`keep` = `fade_keep(halflife, dt)`).
+    """
+    rising = in_contact and not was_in_contact
+    if rising:
+        target = locked_position(foot, target, weight)
+    # Dragged on a leash rather than dropped: the shown foot then slides only by the excess, slowly,
+    # instead of gliding all the way back to the network's foot while the contact is still on.
+    dx, dz = target[0] - foot[0], target[2] - foot[2]
+    distance = math.sqrt(dx * dx + dz * dz)
+    if distance > release_distance:
+        shrink = release_distance / max(distance, 1e-12)
+        target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
+    active = in_contact and (active or rising)
+    goal = 1.0 if active else 0.0
+    weight = 1.0 if (rising and active) else goal + (weight - goal) * keep
+    return target, weight, active
+
+
+@njit
+def _update_locks(target, weight, active, foot, contacts, previous, threshold, keep, release_distance,
+                  out_target, out_weight, out_active):
+    for i in range(foot.shape[0]):
+        pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(foot, i), contacts[i] > threshold,
+                          previous[i] > threshold, keep, release_distance)
+        mat3.store3(out_target, i, pin[0])
+        out_weight[i], out_active[i] = pin[1], pin[2]
+
+
 def update_foot_locks(locks: FootLocks, foot_pos, contacts, previous_contacts, threshold: float,
                       fade_halflife: float, release_distance: float, dt: float) -> FootLocks:
-    """Advance the pins of F foot joints by one tick.
-
-    A pin starts on the rising edge of a contact, at full weight and at the foot's currently displayed
-    position (so the foot does not jump), and holds while the contact stays high; it is never more than
-    `release_distance` (horizontally) from the network's foot `foot_pos`. When the contact ends it fades out.
-    """
+    """`update_lock` for every foot joint [..., F]."""
     foot_pos = np.asarray(foot_pos, dtype=float)
-    in_contact = np.asarray(contacts) > threshold
-    was_in_contact = np.asarray(previous_contacts) > threshold
-    displayed = locked_positions(foot_pos, locks)
-    rising = in_contact & ~was_in_contact
-    target = np.where(rising[..., None], displayed, locks.target)
-    # A pin the network's foot has moved away from is dragged along on a leash of `release_distance`
-    # (horizontally) rather than dropped: the shown foot then slides only by the excess, slowly, instead
-    # of gliding all the way back to the network's foot while the contact is still on.
-    offset = target - foot_pos
-    offset[..., 1] = 0.0
-    distance = vector_length(offset, keepdims=True)
-    target = foot_pos + np.where(distance > release_distance, offset * (release_distance / np.maximum(distance, 1e-12)),
-                                 offset) + (target - foot_pos - offset)
-    active = in_contact & (locks.active | rising)
-    # A new pin starts where the foot is shown, so it can take full weight at once without a jump; only
-    # the release fades (the shown foot then glides back to the network's foot).
-    weight = np.where(rising & active, 1.0, fade_weight(locks.weight, active.astype(float), fade_halflife, dt))
-    return FootLocks(target, weight, active)
+    shape = foot_pos.shape[:-1]
+    out_target, out_weight, out_active = np.empty(shape + (3,)).reshape(-1, 3), np.empty(shape).reshape(-1), \
+        np.empty(shape, dtype=bool).reshape(-1)
+    _update_locks(_flat(locks.target, shape, 3), _flat1(locks.weight, shape), _flat1(locks.active, shape, bool),
+                  _flat(foot_pos, shape, 3), _flat1(contacts, shape), _flat1(previous_contacts, shape), float(threshold),
+                  fade_keep(fade_halflife, dt), float(release_distance), out_target, out_weight, out_active)
+    return FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape))
 
 
 def locked_positions(foot_pos, locks: FootLocks) -> np.ndarray:
-    """The foot positions after pinning: the network's foot pulled toward its pin by the pin weight."""
+    """`locked_position` of every foot joint [..., F, 3]."""
     foot_pos = np.asarray(foot_pos, dtype=float)
     return foot_pos + locks.weight[..., None] * (locks.target - foot_pos)
 
@@ -126,36 +215,118 @@ def empty_foot_locks(batch_shape: tuple[int, ...], feet: int) -> FootLocks:
                      np.zeros(batch_shape + (feet,), dtype=bool))
 
 
-def foot_targets(ankle_pos, toe_pos, ankle_pin, toe_pin, ankle_weight, toe_weight):
-    """Where a rigid foot should go so that its pinned joints are honoured.
+# ---------------------------------------------------------------------------------------------
+# The foot as a rigid body between its ankle and toe pins
 
-    The ankle pin wins; a toe pinned alone (heel off the ground) drags the whole foot with it.
-    Returns (ankle_target [..., 3], toe_aim [..., 3]): the point the toe should end at, which the
-    caller reaches by turning the foot about the ankle (`foot_rotation_toward`).
-    """
-    ankle_w = np.asarray(ankle_weight, dtype=float)[..., None]
-    toe_w = np.asarray(toe_weight, dtype=float)[..., None]
-    shift = ankle_w * (ankle_pin - ankle_pos) + (1.0 - ankle_w) * toe_w * (toe_pin - toe_pos)
-    toe_aim = toe_pos + shift + toe_w * (toe_pin - (toe_pos + shift))
-    return ankle_pos + shift, toe_aim
+
+@njit
+def foot_target(ankle, toe, ankle_pin, toe_pin, ankle_weight, toe_weight):
+    """Where a rigid foot should go so that its pinned joints are honoured; returns (ankle target,
+    toe aim). The ankle pin wins; a toe pinned alone (heel off the ground) drags the whole foot with
+    it. The toe aim is reached by turning the foot about the ankle (`foot_rotation`)."""
+    shift = mat3.add(mat3.scale(mat3.sub(ankle_pin, ankle), ankle_weight),
+                     mat3.scale(mat3.sub(toe_pin, toe), (1.0 - ankle_weight) * toe_weight))
+    moved_toe = mat3.add(toe, shift)
+    return mat3.add(ankle, shift), mat3.lerp(moved_toe, toe_pin, toe_weight)
+
+
+@njit
+def aim_within_reach(center, aim, reach):
+    """`aim` moved horizontally to lie `reach` from `center`, keeping its height when the height
+    difference allows: a foot turned toward it puts the toe at exactly that height."""
+    offset = mat3.sub(aim, center)
+    rise = min(max(offset[1], -reach), reach)
+    flat = mat3.normalize((offset[0], 0.0, offset[2]))
+    horizontal = math.sqrt(max(reach * reach - rise * rise, 0.0))
+    return (center[0] + flat[0] * horizontal, center[1] + rise, center[2] + flat[2] * horizontal)
+
+
+@njit
+def foot_rotation(ankle_rot, ankle, toe, toe_aim, weight):
+    """The ankle's global rotation turned about the ankle so the toe points toward `toe_aim`, by
+    `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
+    full = mat3.between(mat3.sub(toe, ankle), mat3.sub(toe_aim, ankle))
+    if weight != 1.0:
+        w, x, y, z = mat3.quat_from_matrix(full)
+        angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
+        full = mat3.axis_angle(mat3.normalize((x, y, z)), weight * angle)
+    return mat3.mat_mul(full, ankle_rot)
+
+
+@njit
+def _foot_targets(ankle, toe, ankle_pin, toe_pin, ankle_weight, toe_weight, out_target, out_aim):
+    for i in range(ankle.shape[0]):
+        target, aim = foot_target(mat3.load3(ankle, i), mat3.load3(toe, i), mat3.load3(ankle_pin, i),
+                                  mat3.load3(toe_pin, i), ankle_weight[i], toe_weight[i])
+        mat3.store3(out_target, i, target)
+        mat3.store3(out_aim, i, aim)
+
+
+def foot_targets(ankle_pos, toe_pos, ankle_pin, toe_pin, ankle_weight, toe_weight):
+    """`foot_target` over leading batch dimensions: (ankle target [..., 3], toe aim [..., 3])."""
+    shape = np.broadcast_shapes(*(np.shape(v)[:-1] for v in (ankle_pos, toe_pos, ankle_pin, toe_pin)),
+                                np.shape(ankle_weight), np.shape(toe_weight))
+    out_target, out_aim = np.empty(shape + (3,)).reshape(-1, 3), np.empty(shape + (3,)).reshape(-1, 3)
+    _foot_targets(_flat(ankle_pos, shape, 3), _flat(toe_pos, shape, 3), _flat(ankle_pin, shape, 3),
+                  _flat(toe_pin, shape, 3), _flat1(ankle_weight, shape), _flat1(toe_weight, shape),
+                  out_target, out_aim)
+    return out_target.reshape(shape + (3,)), out_aim.reshape(shape + (3,))
+
+
+@njit
+def _aims(center, aim, reach, out):
+    for i in range(center.shape[0]):
+        mat3.store3(out, i, aim_within_reach(mat3.load3(center, i), mat3.load3(aim, i), reach[i]))
 
 
 def aim_at_reach(center, aim, length) -> np.ndarray:
-    """`aim` [..., 3] moved horizontally to lie `length` from `center`, keeping its height when the
-    height difference allows: a foot turned toward it puts the toe at exactly that height."""
-    offset = aim - center
-    rise = np.clip(offset[..., 1], -length, length)
-    flat = offset.copy()
-    flat[..., 1] = 0.0
-    flat = _normalize(flat) * np.sqrt(np.maximum(length ** 2 - rise ** 2, 0.0))[..., None]
-    flat[..., 1] = rise
-    return center + flat
+    """`aim_within_reach` over leading batch dimensions."""
+    shape = np.broadcast_shapes(np.shape(center)[:-1], np.shape(aim)[:-1], np.shape(length))
+    out = np.empty(shape + (3,)).reshape(-1, 3)
+    _aims(_flat(center, shape, 3), _flat(aim, shape, 3), _flat1(length, shape), out)
+    return out.reshape(shape + (3,))
+
+
+@njit
+def _foot_rotations(ankle_rot, ankle, toe, toe_aim, weight, out):
+    for i in range(ankle.shape[0]):
+        mat3.store33(out, i, foot_rotation(mat3.load33(ankle_rot, i), mat3.load3(ankle, i), mat3.load3(toe, i),
+                                           mat3.load3(toe_aim, i), weight[i]))
 
 
 def foot_rotation_toward(ankle_rot, ankle_pos, toe_pos, toe_aim, weight) -> np.ndarray:
-    """Rotate the ankle's global rotation about the ankle so the toe points toward `toe_aim`,
-    by `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
-    full = quat_between(toe_pos - ankle_pos, toe_aim - ankle_pos)
-    angle = 2.0 * np.arctan2(vector_length(full[..., 1:]), full[..., 0])
-    partial = quat_from_angle_axis(np.asarray(weight) * angle, full[..., 1:])
-    return quat_normalize(quat_mul(partial, ankle_rot))
+    """`foot_rotation` over leading batch dimensions; rotations are quaternions [..., 4]."""
+    shape = np.broadcast_shapes(np.shape(ankle_rot)[:-1], np.shape(ankle_pos)[:-1], np.shape(toe_pos)[:-1],
+                                np.shape(toe_aim)[:-1], np.shape(weight))
+    out = np.empty(shape + (3, 3)).reshape(-1, 3, 3)
+    _foot_rotations(np.ascontiguousarray(quat_to_matrix(_flat(ankle_rot, shape, 4))), _flat(ankle_pos, shape, 3),
+                    _flat(toe_pos, shape, 3), _flat(toe_aim, shape, 3), _flat1(weight, shape), out)
+    return quat_from_matrix(out).reshape(shape + (4,))
+
+
+def reach_foot_goals(positions, rotations, goals, constrained, leg_joints, toe_offsets, foot_lengths,
+                     forward, toe_turn=1.0) -> np.ndarray:
+    """Global rotations [..., J, 4] after two-bone IK of both legs toward the foot goals; the foot turns
+    so a constrained toe reaches its goal.
+
+    positions / rotations: the pose's global joint positions [..., J, 3] and rotations [..., J, 4];
+    goals [..., 4, 3] and constrained [..., 4] per contact slot, (foot, toe) of the left then the right
+    leg; leg_joints: (hips, knees, ankles, toes) index arrays [2] (`leg_chains`); toe_offsets [2, 3]
+    (the toes' offsets from the ankles) and foot_lengths [2]; forward [..., 1, 3]: the knees' pole hint;
+    toe_turn (scalar or [..., 2]): how much of the turn toward the toe's aim each foot makes (a partial
+    turn along the shortest arc, where blending two aims could swing the toe through the ankle's vertical).
+    Only the hip, knee and ankle rotations change; the caller places the joints (forward kinematics).
+    """
+    rotations = np.array(rotations, dtype=float, copy=True)
+    hips, knees, ankles, toes = leg_joints
+    weight = np.asarray(constrained, dtype=float)
+    ankle_target, toe_aim = foot_targets(positions[..., ankles, :], positions[..., toes, :], goals[..., 0::2, :],
+                                         goals[..., 1::2, :], weight[..., 0::2], weight[..., 1::2])
+    legs = two_bone_ik(positions[..., hips, :], positions[..., knees, :], positions[..., ankles, :],
+                       rotations[..., hips, :], rotations[..., knees, :], ankle_target, forward)
+    rotations[..., hips, :], rotations[..., knees, :] = legs.hip_rot, legs.knee_rot
+    toe_now = legs.ankle_pos + quat_mul_vec(rotations[..., ankles, :], toe_offsets)
+    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, foot_lengths)
+    rotations[..., ankles, :] = foot_rotation_toward(rotations[..., ankles, :], legs.ankle_pos, toe_now, toe_aim,
+                                                     np.asarray(toe_turn, dtype=float))
+    return rotations

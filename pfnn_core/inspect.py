@@ -21,8 +21,9 @@ UNIT_NAMES = {1.0: "m", 0.01: "cm", 0.0254: "in", 0.001: "mm"}
 # Plausible mean ground speeds (m/s) by a word in the clip's file name.
 SPEED_RANGES = {"run": (1.8, 6.0), "jog": (1.5, 5.0), "walk": (0.5, 2.5)}
 MAX_HUMAN_SPEED = 8.0
+MIN_STYLE_MINUTES = 2.0  # a style with less data than this gets a warning
 BASE_COLUMNS = ("file", "frames", "frame_time", "duration_s", "joints", "channels", "units", "speed_mps")
-_INTERNAL_KEYS = ("path", "warnings", "error", "skeleton", "findings", "digest", "fps")
+_INTERNAL_KEYS = ("path", "warnings", "error", "skeleton", "findings", "digest", "fps", "style", "content")
 
 
 def mean_ground_speed(motion) -> float:
@@ -63,6 +64,8 @@ def inspect_file(path, extra_columns=()) -> dict:
     ``extra_columns`` are functions ``motion -> dict`` whose items are added to the row (contact and
     phase summaries, for instance); ``format_table`` shows them after the base columns.
     """
+    from pfnn_core import features
+
     path = Path(path)
     row: dict = {"path": str(path), "file": path.name, "warnings": [], "findings": []}
     try:
@@ -80,7 +83,7 @@ def inspect_file(path, extra_columns=()) -> dict:
         "channels": channels_summary(motion.channels),
         "units": UNIT_NAMES.get(motion.scale, f"x{motion.scale:g}"),
         "speed_mps": round(speed, 3),
-        "skeleton": (tuple(motion.names), motion.offsets),
+        "skeleton": features.skeleton_only(motion),
         "fps": motion.fps,
         "findings": clip_findings(path, motion),
     })
@@ -110,34 +113,27 @@ def clip_findings(path, motion) -> list:
     return findings
 
 
-def _offsets_in_order(names, offsets, reference_names):
-    """The offsets in the reference's joint order when the names are the same in another order."""
-    if data_checks.same_joints_other_order(names, reference_names):
-        return np.asarray(offsets)[[list(names).index(name) for name in reference_names]], True
-    return offsets, False
-
-
 def folder_warnings(rows: list[dict]) -> list[str]:
-    """Mixed skeletons among the loaded rows of one folder (joints in another order are reordered, as
-    training does, and only noted)."""
+    """Mixed skeletons among the loaded rows of one folder, by training's rule (`features.skeleton_difference`,
+    after joints in another order are reordered, as training does, and only noted)."""
+    from pfnn_core import features
+
     loaded = [r for r in rows if "error" not in r]
     if len(loaded) < 2:
         return []
     messages = []
     reference = loaded[0]
-    ref_names, ref_offsets = reference["skeleton"]
     different, reordered = [], []
     for r in loaded[1:]:
-        offsets, moved = _offsets_in_order(*r["skeleton"], ref_names)
-        if (not moved and r["skeleton"][0] != ref_names) or offsets.shape != ref_offsets.shape \
-                or not np.allclose(offsets, ref_offsets, atol=1e-3):
+        skeleton = data_checks.reorder_joints(r["skeleton"], reference["skeleton"].names)
+        if features.skeleton_difference(reference["skeleton"], skeleton):
             different.append(r["file"])
-        elif moved:
+        elif skeleton is not r["skeleton"]:
             reordered.append(r["file"])
     if different:
         shown = ", ".join(different[:5]) + (" ..." if len(different) > 5 else "")
         messages.append(f"mixed skeletons: {len(different)} file(s) differ from {reference['file']} "
-                        f"in joint names or offsets: {shown}")
+                        f"in joint names or bone offsets: {shown}")
     for name in reordered:
         messages.append(f"{name}: same joints as {reference['file']} in another order; reordered for training")
     return messages
@@ -184,7 +180,41 @@ def collect_files(paths: list[str]) -> list[Path]:
     return files
 
 
-def run_inspect(paths: list[str], out=None, extra_columns=()) -> int:
+def style_summary(rows: list[dict], rule=None) -> tuple[str, list[str]]:
+    """(table of minutes per style and content, warnings about styles with little data) of the loaded
+    rows, labelled by `rule` (`pfnn_core.labels`)."""
+    from pfnn_core.labels import label_clips
+
+    loaded = [r for r in rows if "error" not in r]
+    if not loaded:
+        return "", []
+    labels = label_clips([r["path"] for r in loaded], rule)
+    minutes: dict = {}
+    for row, label in zip(loaded, labels):
+        row["style"], row["content"] = label.style, label.content
+        per_style = minutes.setdefault(label.style, {})
+        per_style[label.content] = per_style.get(label.content, 0.0) + row["duration_s"] / 60.0
+    contents = sorted({c for per_style in minutes.values() for c in per_style})
+    table = [{"style": style, **{c: f"{per_style.get(c, 0.0):.1f}" for c in contents},
+              "total_min": f"{sum(per_style.values()):.1f}"} for style, per_style in sorted(minutes.items())]
+    header = ["style", *contents, "total_min"]
+    widths = [max(len(h), *(len(str(row[h])) for row in table)) for h in header]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(row[h]).ljust(w) for h, w in zip(header, widths)) for row in table]
+    warnings = []
+    if len(minutes) > 1:  # one style is no style input: nothing to be short of
+        warnings = [f"style '{style}' has only {sum(per_style.values()):.1f} min of data "
+                    f"(< {MIN_STYLE_MINUTES:g}): a model will know it poorly"
+                    for style, per_style in sorted(minutes.items()) if sum(per_style.values()) < MIN_STYLE_MINUTES]
+        for content in contents:
+            missing = [style for style, per_style in sorted(minutes.items()) if content not in per_style]
+            if missing and len(missing) < len(minutes):
+                warnings.append(f"content '{content}' is missing in style(s) {', '.join(missing)}")
+    return "\n".join(lines), warnings
+
+
+def run_inspect(paths: list[str], out=None, extra_columns=(), label_rule=None) -> int:
     """Print the tables and warnings; 1 when any file failed to load or has an error finding (or none was
     found), else 0."""
     out = sys.stdout if out is None else out
@@ -209,6 +239,12 @@ def run_inspect(paths: list[str], out=None, extra_columns=()) -> int:
     everything = [row for rows in by_folder.values() for row in rows]
     for finding in set_findings(everything):
         print(str(finding), file=out)
+    table, warnings = style_summary(everything, label_rule)
+    if table:
+        print("\nminutes per style and content", file=out)
+        print(table, file=out)
+        for line in warnings:
+            print(f"WARNING {line}", file=out)
     print(f"\n{len(everything)} file(s), {failed} failed to load or cannot be trained on", file=out)
     return 1 if failed else 0
 
@@ -243,9 +279,17 @@ def main(argv=None) -> int:
                              help="add foot-contact and phase columns (cycle length at 60 Hz, contact shares)")
     inspect_cmd.add_argument("--plots", metavar="DIR",
                              help="save foot heights with contact bands, phase and phase histogram per file as PNG")
+    inspect_cmd.add_argument("--labels", help="labelling rule: 'filename' (default: {set}_{content}_{style}_{id}), "
+                             "'folder' (one folder per style) or a JSON/CSV table of file -> style, content")
     args = parser.parse_args(argv)
+    from pfnn_core.labels import LabelError, LabelRule
+
     extra = (contact_phase_columns(args.plots),) if (args.contacts or args.plots) else ()
-    return run_inspect(args.paths, extra_columns=extra)
+    try:
+        return run_inspect(args.paths, extra_columns=extra, label_rule=LabelRule.parse(args.labels))
+    except LabelError as error:
+        print(f"pfnn-data: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

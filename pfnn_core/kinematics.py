@@ -1,4 +1,5 @@
-"""Skeleton kinematics over whole motions: forward kinematics, resampling and left/right mirroring.
+"""Skeleton kinematics over whole motions: forward kinematics (and back to local rotations), resampling
+and left/right mirroring.
 
 Arrays follow ``quat.py``'s conventions. Joints are in BVH order, so every parent comes before its
 children. ``resample``, ``mirror`` (the exact reflection, on a reflected skeleton) and
@@ -13,7 +14,7 @@ import re
 
 import numpy as np
 
-from .quat import quat_from_matrix, quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_matrix
+from .quat import quat_from_matrix, quat_inv, quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_matrix
 
 
 def forward_kinematics(rotations: np.ndarray, positions: np.ndarray, parents) -> tuple[np.ndarray, np.ndarray]:
@@ -37,6 +38,16 @@ def forward_kinematics(rotations: np.ndarray, positions: np.ndarray, parents) ->
             global_pos[..., j, :] = global_pos[..., parent, :] + quat_mul_vec(global_rot[..., parent, :],
                                                                               positions[..., j, :])
     return global_rot, global_pos
+
+
+def local_rotations(global_rot, parents) -> np.ndarray:
+    """Global rotations ``[..., J, 4]`` back to local ones (the inverse of ``forward_kinematics``'s rotations)."""
+    parents = np.asarray(parents)
+    local = np.array(global_rot, dtype=float, copy=True)
+    has_parent = parents >= 0
+    local[..., has_parent, :] = quat_mul(quat_inv(global_rot[..., parents[has_parent], :]),
+                                         global_rot[..., has_parent, :])
+    return local
 
 
 def resample(motion, fps: float):
@@ -161,6 +172,9 @@ def _improper_axis_permutations() -> np.ndarray:
     return np.stack(found)
 
 
+_IMPROPER_AXIS_PERMUTATIONS = _improper_axis_permutations()  # a constant, worked out once
+
+
 def _joint_reflection(estimate: np.ndarray, bone_pairs: list[tuple[np.ndarray, np.ndarray]],
                       preferred: np.ndarray | None) -> np.ndarray:
     """The local reflection of one joint.
@@ -176,7 +190,7 @@ def _joint_reflection(estimate: np.ndarray, bone_pairs: list[tuple[np.ndarray, n
 
     if preferred is not None and fits(preferred):
         return preferred
-    candidates = _improper_axis_permutations()
+    candidates = _IMPROPER_AXIS_PERMUTATIONS
     fits_bones = np.array([fits(m) for m in candidates])
     if fits_bones.any():
         scores = np.einsum("cij,ij->c", candidates, estimate)
@@ -224,7 +238,7 @@ def mirror_keep_skeleton(motion, axis: str = "x"):
     parents = np.asarray(motion.parents)
     global_rot, global_pos = forward_kinematics(motion.rotations, motion.positions, parents)
     global_m = _body_facing_frames(global_pos, global_rot, parents, pairs, axis_index)   # [F, J, 3, 3]
-    estimate = np.einsum("fjki,kl,fjlm->jim", global_m[:, pairs], reflect, global_m) / motion.num_frames
+    estimate = np.einsum("fjki,kl,fjlm->jim", global_m[:, pairs], reflect, global_m, optimize=True) / motion.num_frames
     unit_offsets = motion.offsets / np.maximum(np.linalg.norm(motion.offsets, axis=-1, keepdims=True), 1e-9)
     bones: dict[int, list] = {j: [] for j in range(motion.num_joints)}
     for child, parent in enumerate(parents):
@@ -239,7 +253,7 @@ def mirror_keep_skeleton(motion, axis: str = "x"):
 
     local_m = quat_to_matrix(motion.rotations)[:, pairs]                       # R_pair(j)
     parent_l = np.where((parents >= 0)[:, None, None], local_reflections[np.maximum(parents, 0)], reflect)
-    new_local = np.einsum("jki,fjkl,jlm->fjim", parent_l, local_m, local_reflections)
+    new_local = np.einsum("jki,fjkl,jlm->fjim", parent_l, local_m, local_reflections, optimize=True)
     rotations = quat_normalize(quat_from_matrix(new_local))
 
     source = motion.positions[:, pairs]

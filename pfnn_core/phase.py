@@ -25,6 +25,12 @@ MIN_OUTLIER_FRACTION = 0.1  # gaps within 10% of the mean cycle are never outlie
 DEFAULT_STANDING_RATE = 0.05
 
 
+def phase_distance(a, b) -> np.ndarray:
+    """Cyclic distance between phases in [0, 1): min(|a - b|, 1 - |a - b|), in [0, 0.5]."""
+    d = np.abs(np.asarray(a, float) - np.asarray(b, float)) % 1.0
+    return np.minimum(d, 1.0 - d)
+
+
 def touchdowns(contact: np.ndarray) -> np.ndarray:
     """Frames where contact rises (False -> True), [F] bool -> [E] int. Frame 0 never counts."""
     contact = np.asarray(contact, bool)

@@ -1,317 +1,47 @@
-"""The character runtime: one simulation tick of B characters driven by a PFNN.
+"""The character runtime: the state of B characters and one simulation tick of all of them.
 
-Owns `CharacterState` (every array has a leading batch dimension B), `step(state, command, settings,
-dt, network)`, the pieces of the tick as small pure functions (command springs, trajectory blend,
-drift correction, phase advance, stand amount, forward kinematics from global rotations,
-`local_pose` for BVH output), `Network` (the model on its device plus what the tick needs from the
-checkpoint) and `Character` (model + settings + state: `tick`, `reset`, `swap_model`).
+Owns `CharacterState` (every array has a leading batch dimension B), `initial_state`, `step` (a short
+sequence of named stages, each in the file that owns its job), `placed` (a state moved rigidly to
+other places), `local_pose` (for BVH output) and `Character` (model + settings + state: `tick` with its
+guards, `reset`, `swap_model`, `set_style`).
 
-The tick follows DESIGN.md section 5. Order inside one tick (the root for this frame was placed at
-the end of the previous tick, as in PFNN's demo):
-  1. command springs (velocity and facing) -> commanded future trajectory;
-  2. blend with the network's previous prediction, w(t) = 1 - (1 - t)^bias;
-  3. pack x with the FeatureLayout, normalise, run the network on its device, unnormalise;
-  4. pose from the root-frame prediction to the world, optional smoothing of the fed-back pose;
-  5. foot locking with two-bone IK (what is displayed);
-  6. root motion for the next frame: predicted velocity and yaw rate, minus the moving-average error
-     to the command (drift correction), blended toward the command, scaled by the stand amount;
-  7. phase advance (speed-based by default), trajectory history, timings.
+A tick follows DESIGN.md section 5; the root for this frame was placed at the end of the previous
+tick, as in PFNN's demo:
+  1. `springs.plan_trajectory`: command springs -> commanded future, blended with the network's last;
+  2. `network_input`: that trajectory in the root frame and the fed-back pose, packed by the layout;
+  3. `Network.predict`: normalise, PFNN on its device, unnormalise;
+  4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK;
+  5. `pose.place_feet`: foot pins, floor, two-bone leg IK (what is displayed);
+  6. `control.root_motion` and `control.advance_phase`: the root and phase of the next tick;
+  7. `guards.check_tick`, then the next state (trajectory history, timings).
 """
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-import torch
 
-from pfnn_core import contacts as contacts_module
 from pfnn_core import features
-from pfnn_core.controller import Command, stand_command
-from pfnn_core.ik import (FootLocks, aim_at_reach, foot_rotation_toward, foot_targets, locked_positions,
-                          two_bone_ik, update_foot_locks)
-from pfnn_core.phase import stride_length_at
-from pfnn_core.quat import (cross3, quat_between, quat_from_6d, quat_from_matrix, quat_from_yaw, quat_inv,
-                            quat_mul, quat_mul_vec, quat_normalize, quat_to_matrix, stack_last, vector_length,
-                            wrap_angle)
+from pfnn_core.control import DriftErrors, advance_phase, root_motion
+from pfnn_core.controller import Command, CommandBatch, stand_command
+from pfnn_core.guards import Fault, TickFault, check_tick
+from pfnn_core.ik import FootLocks
+from pfnn_core.network import Network, timed
+from pfnn_core.kinematics import local_rotations
+from pfnn_core.pose import forward_kinematics_global, place_feet, pose_from_prediction
+from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_mul, quat_normalize, stack_last, wrap_angle
 from pfnn_core.settings import RuntimeSettings
+from pfnn_core.history import History
+from pfnn_core.springs import SpringState, facing_from_yaw, network_trajectory, plan_trajectory, trajectory_features
 
-# u solving exp(-u) (1 + u) = 1/2: with decay rate u / halflife a critically damped spring starting
-# at rest closes exactly half of a step's gap after one halflife.
-HALFLIFE_TO_RATE = 1.6783469900166612
+log = logging.getLogger(__name__)
+
 HISTORY_LENGTH = 61  # past trajectory samples kept: 1 s at 60 Hz, newest last
-DRIFT_CAPACITY = 600  # most drift-correction ticks remembered (the settings' maximum window)
-# Input features whose training std sat at the normalisation floor (1e-3) never varied in the data
-# (e.g. the hips' x, z in their own root frame); the network is hypersensitive to them (z = error / 1e-3),
-# so they are held at their training value instead of being fed back.
-CONSTANT_FEATURE_STD = 1.001e-3
-MIN_STRIDE_LENGTH = 0.05  # m; guards the speed / stride division
-FACING_MIN_SPEED = 1e-3  # m/s; below this a command has no direction to face
 SETTLE_TICKS = 60  # standing ticks run on reset so the first shown pose is the network's own, not the mean pose
-
-
-# ---------------------------------------------------------------------------------------------
-# Springs [MM]: critically damped, halflife in seconds, dt explicit (dt may be an array to predict)
-
-
-def spring_rate(halflife) -> np.ndarray:
-    return HALFLIFE_TO_RATE / np.maximum(np.asarray(halflife, dtype=float), 1e-6)
-
-
-def spring_velocity_update(position, velocity, acceleration, goal_velocity, halflife, dt):
-    """Holden's `spring_character_update`: the velocity approaches `goal_velocity` critically damped;
-    returns (position, velocity, acceleration) after `dt`."""
-    rate = spring_rate(halflife)
-    j0 = velocity - goal_velocity
-    j1 = acceleration + j0 * rate
-    decay = np.exp(-rate * dt)
-    position = (decay * ((-j1) / (rate * rate) + (-j0 - j1 * dt) / rate)
-                + j1 / (rate * rate) + j0 / rate + goal_velocity * dt + position)
-    velocity = decay * (j0 + j1 * dt) + goal_velocity
-    acceleration = decay * (acceleration - j1 * rate * dt)
-    return position, velocity, acceleration
-
-
-def spring_angle_update(angle, angular_velocity, goal_angle, halflife, dt):
-    """A yaw angle approaching `goal_angle` (the short way round), critically damped, goal velocity 0;
-    returns (angle, angular_velocity) after `dt`. The angle is not wrapped (predictions stay smooth)."""
-    rate = spring_rate(halflife)
-    j0 = wrap_angle(angle - goal_angle)
-    j1 = angular_velocity + j0 * rate
-    decay = np.exp(-rate * dt)
-    goal_near = angle - j0
-    return goal_near + decay * (j0 + j1 * dt), decay * (angular_velocity - j1 * rate * dt)
-
-
-def trajectory_blend_weights(count: int, bias) -> np.ndarray:
-    """w(t) = 1 - (1 - t)^bias at t = k / count, k = 1..count: the weight of the COMMAND against the
-    network's own predicted trajectory [PFNN]. `bias` [...] -> weights [..., count]."""
-    t = np.arange(1, count + 1) / count
-    return 1.0 - (1.0 - t) ** np.asarray(bias, dtype=float)[..., None]
-
-
-# ---------------------------------------------------------------------------------------------
-# Drift correction: remove the moving-average ERROR to the command, never the motion itself
-
-
-def push_drift_error(history: np.ndarray, count: int, error: np.ndarray) -> tuple[np.ndarray, int]:
-    """Append one tick's error [B, C] to the ring buffer history [B, N, C]; returns (history, count)."""
-    history = history.copy()
-    history[:, count % history.shape[1]] = error
-    return history, count + 1
-
-
-def drift_mean(history: np.ndarray, count: int, window: int) -> np.ndarray:
-    """Mean of the last `window` errors pushed (fewer at the start); zero when the window is 0."""
-    n = min(int(window), int(count), history.shape[1])
-    if n <= 0:
-        return np.zeros(history.shape[:1] + history.shape[2:])
-    rows = (count - 1 - np.arange(n)) % history.shape[1]
-    return history[:, rows].mean(axis=1)
-
-
-def correct_drift(predicted: np.ndarray, mean_error: np.ndarray) -> np.ndarray:
-    """The predicted root motion minus the estimated systematic error (predicted - commanded)."""
-    return predicted - mean_error
-
-
-# ---------------------------------------------------------------------------------------------
-# Phase and stand amount
-
-
-def stand_amount(command_speed, stand_speed: float) -> np.ndarray:
-    """1 when the commanded speed is zero, falling linearly to 0 at `stand_speed` (m/s)."""
-    command_speed = np.asarray(command_speed, dtype=float)
-    if stand_speed <= 0.0:
-        return (command_speed <= 0.0).astype(float)
-    return np.clip(1.0 - command_speed / stand_speed, 0.0, 1.0)
-
-
-def move_amount(stand) -> np.ndarray:
-    """PFNN's scale of root motion and phase advance: (1 - stand)^0.25."""
-    return np.power(np.clip(1.0 - np.asarray(stand, dtype=float), 0.0, 1.0), 0.25)
-
-
-def advance_phase_by_speed(phase, speed, stride: dict, dt: float, stride_speed=None) -> np.ndarray:
-    """dphase = speed / stride_length(stride_speed) * dt (one cycle = two steps); stops at zero speed.
-    `stride_speed` (default `speed`): the speed whose stride the network is stepping with (see
-    `speed_warp`: a slow walk is the network's slowest walk played slower, strides unchanged)."""
-    speed = np.asarray(speed, dtype=float)
-    stride_speed = speed if stride_speed is None else np.asarray(stride_speed, dtype=float)
-    length = np.maximum(stride_length_at(stride, stride_speed), MIN_STRIDE_LENGTH)
-    return (np.asarray(phase) + speed / length * dt) % 1.0
-
-
-def speed_warp(command_speed, slow_walk_speed: float, max_warp: float) -> np.ndarray:
-    """Factor k >= 1 [B] by which the network's view of the ground motion is scaled up: a commanded
-    speed below `slow_walk_speed` is shown to the network as that walk (trajectory offsets and gait
-    times k, its root and trajectory outputs divided by k) and the phase runs at the real speed, so
-    the feet plant with the network's own strides. The data has no slow walks: asked for one, the
-    network blends a standing pose with a walk and shuffles with its feet always in contact, so a
-    slow walk slides. k is at most `max_warp` (speeds near standing stay a stand); 1 when off."""
-    command_speed = np.asarray(command_speed, dtype=float)
-    if slow_walk_speed <= 0.0:
-        return np.ones_like(command_speed)
-    return np.clip(slow_walk_speed / np.maximum(command_speed, 1e-9), 1.0, max(float(max_warp), 1.0))
-
-
-def advance_phase_by_network(phase, dphase_per_frame, scale, dt: float, sim_fps: float) -> np.ndarray:
-    """The network's own dphase (cycles per 1/sim_fps frame), rescaled to dt and by `scale`."""
-    step = np.clip(np.asarray(dphase_per_frame, dtype=float), 0.0, 0.5) * dt * sim_fps
-    return (np.asarray(phase) + step * scale) % 1.0
-
-
-# ---------------------------------------------------------------------------------------------
-# Skeleton
-
-
-def anchor_joint(parents) -> int:
-    """The joint the network's root-frame position places in the world (the hips): the first joint
-    from the root down with more than one child. A 'joint_Root'-style dummy above it is carried."""
-    parents = np.asarray(parents)
-    joint = int(np.flatnonzero(parents < 0)[0])
-    while True:
-        children = np.flatnonzero(parents == joint)
-        if len(children) != 1:
-            return joint
-        joint = int(children[0])
-
-
-def joints_above(parents, joint: int) -> list[int]:
-    """Ancestors of `joint`, nearest first."""
-    above = []
-    while parents[joint] >= 0:
-        joint = int(parents[joint])
-        above.append(joint)
-    return above
-
-
-def chain_matrix(parents, anchor: int) -> np.ndarray:
-    """[J, J] signed sums that place every joint from the anchor: position_j = anchor_pos +
-    sum_k M[j, k] * bone_k, where bone_k = global_rot[parent(k)] * offset[k] (zero for roots)."""
-    parents = np.asarray(parents)
-    count = len(parents)
-    on_path = np.zeros((count, count))
-    for joint in range(count):
-        for k in [joint] + joints_above(parents, joint):
-            if parents[k] >= 0:
-                on_path[joint, k] = 1.0
-    return on_path - on_path[anchor]
-
-
-def forward_kinematics_global(global_rot, anchor_pos, offsets, parents, anchor: int,
-                              above_anchor_rot=None, chain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """World joint positions from GLOBAL rotations [..., J, 4] and the anchor's position [..., 3].
-
-    Joints above the anchor (a 'joint_Root' over the hips) take `above_anchor_rot` [..., 4] (default:
-    their given rotation) and hang by their offsets above it, so the pose is fully described by the
-    root joint's translation plus local rotations (what a BVH writes). `chain`: `chain_matrix(parents,
-    anchor)`, precomputed by callers that run every tick. Returns (positions [..., J, 3], rotations).
-    """
-    parents = np.asarray(parents)
-    rotations = np.array(global_rot, dtype=float, copy=True)
-    if above_anchor_rot is not None:
-        for joint in joints_above(parents, anchor):
-            rotations[..., joint, :] = above_anchor_rot
-    chain = chain_matrix(parents, anchor) if chain is None else chain
-    parent_rot = rotations[..., np.maximum(parents, 0), :]
-    bones = quat_mul_vec(parent_rot, np.asarray(offsets, dtype=float))
-    positions = np.asarray(anchor_pos, dtype=float)[..., None, :] + chain @ bones
-    return positions, rotations
-
-
-def local_rotations(global_rot, parents) -> np.ndarray:
-    parents = np.asarray(parents)
-    local = np.array(global_rot, dtype=float, copy=True)
-    has_parent = parents >= 0
-    local[..., has_parent, :] = quat_mul(quat_inv(global_rot[..., parents[has_parent], :]),
-                                         global_rot[..., has_parent, :])
-    return local
-
-
-def leg_chains(names: Sequence[str], parents) -> list[tuple[int, int, int, int]]:
-    """(hip, knee, ankle, toe) joint indices of the left and the right leg."""
-    feet = contacts_module.foot_joints(list(names), parents)
-    chains = []
-    for side in ("left", "right"):
-        ankle, toe = feet[f"{side}_foot"], feet[f"{side}_toe"]
-        knee = int(parents[ankle])
-        hip = int(parents[knee])
-        chains.append((hip, knee, ankle, toe))
-    return chains
-
-
-@dataclass(frozen=True)
-class RotationFit:
-    """Which joints' rotations the predicted positions determine (precomputed once per skeleton)."""
-
-    single_joints: np.ndarray  # [S] joints with exactly one child: swing toward it
-    single_children: np.ndarray  # [S]
-    multi_joints: np.ndarray  # [M] joints with several children: best rotation for all of them
-    multi_children: np.ndarray  # [M, C] children, padded by repeating the first one
-    multi_mask: np.ndarray  # [M, C] 1 for real children, 0 for padding
-
-
-def rotation_fit(parents, anchor: int) -> RotationFit:
-    """Every joint with children, except the joints above the anchor (they carry the root's yaw)."""
-    parents = np.asarray(parents)
-    skip = set(joints_above(parents, anchor))
-    children = {j: [int(c) for c in np.flatnonzero(parents == j)] for j in range(len(parents)) if j not in skip}
-    single = [(j, c[0]) for j, c in children.items() if len(c) == 1]
-    multi = [(j, c) for j, c in children.items() if len(c) > 1]
-    width = max([len(c) for _, c in multi], default=1)
-    return RotationFit(
-        single_joints=np.array([j for j, _ in single], dtype=int), single_children=np.array([c for _, c in single], dtype=int),
-        multi_joints=np.array([j for j, _ in multi], dtype=int),
-        multi_children=np.array([c + [c[0]] * (width - len(c)) for _, c in multi], dtype=int).reshape(len(multi), width),
-        multi_mask=np.array([[1.0] * len(c) + [0.0] * (width - len(c)) for _, c in multi]).reshape(len(multi), width))
-
-
-def matrices_from_6d(r6) -> np.ndarray:
-    """6D rotations [..., 6] (first two matrix columns) -> rotation matrices [..., 3, 3] (Gram-Schmidt)."""
-    c0 = r6[..., :3] / np.maximum(vector_length(r6[..., :3], keepdims=True), 1e-12)
-    c1 = r6[..., 3:] - np.sum(c0 * r6[..., 3:], axis=-1, keepdims=True) * c0
-    c1 = c1 / np.maximum(vector_length(c1, keepdims=True), 1e-12)
-    return stack_last(c0, c1, cross3(c0, c1))
-
-
-def yaw_matrices(yaw) -> np.ndarray:
-    """Rotation matrices [..., 3, 3] about +Y (yaw 0 faces +Z, positive turns +Z toward +X)."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    matrices = np.zeros(np.shape(c) + (3, 3))
-    matrices[..., 0, 0], matrices[..., 0, 2] = c, s
-    matrices[..., 1, 1] = 1.0
-    matrices[..., 2, 0], matrices[..., 2, 2] = -s, c
-    return matrices
-
-
-def matrices_between(u, v) -> np.ndarray:
-    """Shortest rotation matrices [..., 3, 3] taking directions u to v [..., 3]."""
-    return quat_to_matrix(quat_between(u, v))
-
-
-def fit_rotations_to_positions(global_mat, positions, offsets, fit: RotationFit) -> np.ndarray:
-    """Global rotation matrices [..., J, 3, 3] turned so every bone points where the predicted joint
-    positions [..., J, 3] put its child: a one-child joint gets the shortest swing (its twist stays the
-    network's), a several-children joint the best rotation for all of its bones (Kabsch), so the
-    displayed skeleton follows the positions and rotations that disagree with them cannot pop it."""
-    offsets = np.asarray(offsets, dtype=float)
-    matrices = np.array(global_mat, dtype=float, copy=True)
-    if len(fit.single_joints):
-        joints, children = fit.single_joints, fit.single_children
-        bone_now = np.einsum("...ij,...j->...i", matrices[..., joints, :, :], offsets[children])
-        bone_goal = positions[..., children, :] - positions[..., joints, :]
-        matrices[..., joints, :, :] = matrices_between(bone_now, bone_goal) @ matrices[..., joints, :, :]
-    if len(fit.multi_joints):
-        joints, children = fit.multi_joints, fit.multi_children
-        goal = (positions[..., children, :] - positions[..., joints, None, :]) * fit.multi_mask[..., None]
-        rest = offsets[children] * fit.multi_mask[..., None]
-        u, _, vt = np.linalg.svd(np.einsum("...mki,mkj->...mij", goal, rest))
-        u[..., :, 2] *= np.sign(np.linalg.det(u @ vt))[..., None]
-        matrices[..., joints, :, :] = u @ vt
-    return matrices
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,31 +60,29 @@ class CharacterState:
     contacts: np.ndarray  # [B, 4] network contact outputs 0..1 (Foot_L, Toes_L, Foot_R, Toes_R)
     lock_target: np.ndarray  # [B, 4, 3] world pin of each contact joint
     lock_weight: np.ndarray  # [B, 4] 0 = free .. 1 = pinned
-    traj_past_pos: np.ndarray  # [B, 61, 3] world, last 1 s, newest last
-    traj_past_dir: np.ndarray  # [B, 61, 3] world unit facing
-    traj_past_gait: np.ndarray  # [B, 61, 3] stand/walk/run
+    lock_active: np.ndarray  # [B, 4] bool: pin held (fading in) vs released
+    trajectory: History  # [B, 61, 9] world root position, facing, gait (stand/walk/run); last 1 s, newest last
     traj_future_pos: np.ndarray  # [B, 6, 3] world, blended trajectory the network was conditioned on
     traj_future_dir: np.ndarray  # [B, 6, 3]
     traj_command_pos: np.ndarray  # [B, 6, 3] world, the pure spring prediction of the command
     traj_command_dir: np.ndarray  # [B, 6, 3]
-    timings: dict = field(default_factory=lambda: {"tick_ms": 0.0, "infer_ms": 0.0})
-    # --- beyond the viewer's contract: what the tick carries from one call to the next
-    lock_active: np.ndarray | None = None  # [B, 4] bool: pin held (fading in) vs released
-    pose_root_pos: np.ndarray | None = None  # [B, 3] root frame `joint_pos` is expressed in
-    pose_root_rot: np.ndarray | None = None  # [B, 4]
-    net_future_pos: np.ndarray | None = None  # [B, 6, 3] world, the network's own last prediction
-    net_future_dir: np.ndarray | None = None  # [B, 6, 3]
-    spring_vel: np.ndarray | None = None  # [B, 2] commanded velocity (x, z) after the spring, m/s
-    spring_acc: np.ndarray | None = None  # [B, 2]
-    spring_yaw: np.ndarray | None = None  # [B] commanded facing after the spring, rad
-    spring_yaw_vel: np.ndarray | None = None  # [B] rad/s
-    drift_history: np.ndarray | None = None  # [B, 600, 3] ring: (vx, vz, yaw rate) error to the command
-    drift_count: int = 0
-    root_vel: np.ndarray | None = None  # [B, 2] world root velocity applied this tick, m/s
-    root_yaw_rate: np.ndarray | None = None  # [B] rad/s applied this tick
-    stand: np.ndarray | None = None  # [B] stand amount 0..1
-    warp: np.ndarray | None = None  # [B] speed warp of this tick's network view (`speed_warp`), >= 1
+    pose_root_pos: np.ndarray  # [B, 3] root frame `joint_pos` is expressed in
+    pose_root_rot: np.ndarray  # [B, 4]
+    net_future_pos: np.ndarray  # [B, 6, 3] world, the network's own last prediction
+    net_future_dir: np.ndarray  # [B, 6, 3]
+    spring_vel: np.ndarray  # [B, 2] commanded velocity (x, z) after the spring, m/s
+    spring_acc: np.ndarray  # [B, 2]
+    spring_yaw: np.ndarray  # [B] commanded facing after the spring, rad
+    spring_yaw_vel: np.ndarray  # [B] rad/s
+    drift: DriftErrors  # errors to the command, for drift correction
+    root_vel: np.ndarray  # [B, 2] world root velocity applied this tick, m/s
+    root_yaw_rate: np.ndarray  # [B] rad/s applied this tick
+    stand: np.ndarray  # [B] stand amount 0..1
+    warp: np.ndarray  # [B] speed warp of this tick's network view (`control.speed_warp`), >= 1
+    style: np.ndarray  # [B, S] style weights fed to the network (S = 0 for a model without styles)
     ticks: int = 0
+    timings: dict = field(default_factory=lambda: {"tick_ms": 0.0, "infer_ms": 0.0})
+    fault: TickFault | None = None  # characters whose tick ran away (the Character resets them)
 
     @property
     def batch_size(self) -> int:
@@ -364,10 +92,23 @@ class CharacterState:
     def root_yaw(self) -> np.ndarray:
         return yaw_of(self.root_rot)
 
+    @property
+    def traj_past_pos(self) -> np.ndarray:
+        """[B, 61, 3] world root positions of the last second, newest last (a view)."""
+        return self.trajectory.window[..., 0:3]
 
-def facing_from_yaw(yaw) -> np.ndarray:
-    yaw = np.asarray(yaw, dtype=float)
-    return stack_last(np.sin(yaw), 0.0, np.cos(yaw))
+    @property
+    def traj_past_dir(self) -> np.ndarray:
+        return self.trajectory.window[..., 3:6]
+
+    @property
+    def traj_past_gait(self) -> np.ndarray:
+        return self.trajectory.window[..., 6:9]
+
+
+def yaw_of(root_rot) -> np.ndarray:
+    """Yaw of yaw-only quaternions (the root rotations), in (-pi, pi]."""
+    return wrap_angle(2.0 * np.arctan2(root_rot[..., 2], root_rot[..., 0]))
 
 
 def yaw_rotate(yaw, vectors) -> np.ndarray:
@@ -378,140 +119,13 @@ def yaw_rotate(yaw, vectors) -> np.ndarray:
     return stack_last(c * x + s * z, vectors[..., 1], c * z - s * x)
 
 
-def yaw_of(root_rot) -> np.ndarray:
-    """Yaw of yaw-only quaternions (the root rotations), in (-pi, pi]."""
-    return wrap_angle(2.0 * np.arctan2(root_rot[..., 2], root_rot[..., 0]))
-
-
-def to_root_frame(points, root_pos, root_yaw) -> np.ndarray:
-    """World points [B, N, 3] -> root frame (x, z) [B, N, 2]."""
-    return features.inverse_rotate_xz(root_yaw[:, None], (points - root_pos[:, None])[..., [0, 2]])
-
-
-def dirs_to_root_frame(dirs, root_yaw) -> np.ndarray:
-    return features.inverse_rotate_xz(root_yaw[:, None], dirs[..., [0, 2]])
-
-
-def from_root_frame_xz(points_xz, root_pos, root_yaw) -> np.ndarray:
-    """Root-frame (x, z) [B, N, 2] -> world points [B, N, 3] on the ground."""
-    return _xz_to_xyz(features.rotate_xz(root_yaw[:, None], points_xz)) + root_pos[:, None]
-
-
-def _xz_to_xyz(xz: np.ndarray) -> np.ndarray:
-    return stack_last(xz[..., 0], 0.0, xz[..., 1])
-
-
-# ---------------------------------------------------------------------------------------------
-# Network: the model on its device plus the checkpoint facts the tick needs
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-class Network:
-    """Normalise -> PFNN -> unnormalise for a batch, on the device that holds the model.
-
-    path 'torch' runs the torch model (inputs and outputs cross to the device once per tick);
-    'numpy' runs `NumpyPFNN` (same weights, CPU only; fastest at batch 1 on small CPUs);
-    'auto' picks numpy on CPU and torch on CUDA.
-    """
-
-    def __init__(self, checkpoint, device: str = "auto", path: str = "auto"):
-        self.checkpoint = checkpoint
-        self.device = resolve_device(device)
-        if path == "auto":
-            path = "torch" if self.device.type == "cuda" else "numpy"
-        if path == "numpy" and self.device.type != "cpu":
-            raise ValueError("the numpy path runs on the CPU only")
-        self.path = path
-        self.model = checkpoint.model.to(self.device).eval()
-        self.numpy_model = self.model.to_numpy_runner() if path == "numpy" else None
-        norm = {name: value.detach().to(self.device, torch.float32) for name, value in checkpoint.norm.items()}
-        self.norm = norm
-        self.norm_np = {name: value.cpu().numpy() for name, value in norm.items()}
-        self.constant_inputs = self.norm_np["x_std"] <= CONSTANT_FEATURE_STD
-        self.x_layout, self.y_layout = checkpoint.layout
-        skeleton = checkpoint.meta["skeleton"]
-        self.skeleton = skeleton
-        self.names = list(skeleton["names"])
-        self.parents = np.asarray(skeleton["parents"], dtype=int)
-        self.offsets = np.asarray(skeleton["offsets"], dtype=float)
-        self.anchor = int(skeleton.get("hips", anchor_joint(self.parents)))
-        self.contact_joints = list(skeleton.get("contact_joints") or contacts_module.contact_joint_order(
-            contacts_module.foot_joints(self.names, self.parents)))
-        self.legs = leg_chains(self.names, self.parents)
-        self.chain = chain_matrix(self.parents, self.anchor)
-        self.rotation_fit = rotation_fit(self.parents, self.anchor)
-        self.floor_heights: np.ndarray | None = None  # [4] lowest height of each contact joint; set on settling
-        self.stride = checkpoint.meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
-        self.sim_fps = float(features.SIM_FPS)
-        offsets = np.asarray(features.TRAJ_OFFSETS)
-        self.past_offsets = offsets[offsets < 0]  # frames, oldest first
-        self.future_offsets = np.asarray(features.FUTURE_OFFSETS)  # frames the network predicts
-        # Per-tick constants, worked out once: the future samples' times, which history and future rows
-        # the input trajectory reads, the legs' joints as index arrays and the foot (ankle-toe) lengths.
-        self.future_times = self.future_offsets / self.sim_fps  # s
-        self.past_rows = HISTORY_LENGTH - 1 + self.past_offsets
-        self.future_rows = np.searchsorted(self.future_offsets, offsets[offsets > 0])
-        self.leg_joints = tuple(np.array(joints, dtype=int) for joints in zip(*self.legs))  # hips, knees, ankles, toes
-        self.foot_lengths = vector_length(self.offsets[self.leg_joints[3]])
-
-    @property
-    def num_joints(self) -> int:
-        return len(self.names)
-
-    def set_beta(self, beta: float) -> None:
-        self.model.beta = float(beta)
-        if self.numpy_model is not None:
-            self.numpy_model.beta = float(beta)
-
-    @torch.no_grad()
-    def predict(self, x: np.ndarray, phase: np.ndarray) -> np.ndarray:
-        """Raw (unnormalised) x [B, nx] and phase [B] -> raw y [B, ny] as float64 numpy."""
-        x = np.where(self.constant_inputs, self.norm_np["x_mean"], x)
-        if self.path == "numpy":
-            n = self.norm_np
-            y = self.numpy_model((x - n["x_mean"]) / n["x_std"], phase)
-            return (y * n["y_std"] + n["y_mean"]).astype(np.float64)
-        packed = np.concatenate([x, np.asarray(phase)[:, None]], axis=1).astype(np.float32)
-        inputs = torch.from_numpy(packed).to(self.device, non_blocking=True)
-        x_t, phase_t = inputs[:, :-1], inputs[:, -1]
-        y = self.model((x_t - self.norm["x_mean"]) / self.norm["x_std"], phase_t)
-        return (y * self.norm["y_std"] + self.norm["y_mean"]).cpu().numpy().astype(np.float64)
-
-    def mean_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """The training set's mean input pose (root frame): a neutral first pose."""
-        parts = self.x_layout.unpack(self.norm_np["x_mean"].astype(float))
-        return np.asarray(parts["joint_pos"], dtype=float), np.zeros_like(np.asarray(parts["joint_pos"], dtype=float))
-
-
-# ---------------------------------------------------------------------------------------------
-# Commands, initial state
-
-
-def command_arrays(command: Command | Sequence[Command], batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One command for all characters or one per character -> (desired velocity [B, 2],
-    strafe facing [B, 2] (zero where not strafing), strafing [B] bool)."""
-    commands = [command] * batch if isinstance(command, Command) else list(command)
-    if len(commands) != batch:
-        raise ValueError(f"got {len(commands)} commands for {batch} characters")
-    desired = np.array([np.asarray(c.desired_velocity, dtype=float).reshape(2) for c in commands])
-    strafe = np.array([c.facing is not None for c in commands])
-    facing = np.array([np.zeros(2) if c.facing is None else np.asarray(c.facing, dtype=float).reshape(2)
-                       for c in commands])
-    return desired, facing, strafe
-
-
 def _batched(values, batch: int, width: int, default: float = 0.0) -> np.ndarray:
     if values is None:
         return np.full((batch, width), default)
     return np.broadcast_to(np.asarray(values, dtype=float).reshape(-1, width), (batch, width)).copy()
 
 
-def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -> CharacterState:
+def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, style=None) -> CharacterState:
     """B characters standing in the training set's mean pose at `positions` ([B, 2] x, z or [B, 3])
     facing `yaws` ([B] rad, 0 = +Z)."""
     if positions is not None and np.asarray(positions).shape[-1] == 3:
@@ -540,18 +154,16 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -
         root_pos=root_pos, root_rot=root_rot, phase=np.zeros(batch),
         joint_pos=joint_pos, joint_vel=joint_vel, world_joint_pos=world_pos, world_joint_rot=world_rot,
         contacts=np.zeros((batch, feet)), lock_target=world_pos[:, network.contact_joints].copy(),
-        lock_weight=np.zeros((batch, feet)),
-        traj_past_pos=repeat(root_pos, HISTORY_LENGTH), traj_past_dir=repeat(facing, HISTORY_LENGTH),
-        traj_past_gait=repeat(stand_gait, HISTORY_LENGTH),
+        lock_weight=np.zeros((batch, feet)), lock_active=np.zeros((batch, feet), dtype=bool),
+        trajectory=History.filled(np.concatenate([root_pos, facing, stand_gait], axis=-1), HISTORY_LENGTH),
         traj_future_pos=repeat(root_pos, future), traj_future_dir=repeat(facing, future),
         traj_command_pos=repeat(root_pos, future), traj_command_dir=repeat(facing, future),
-        lock_active=np.zeros((batch, feet), dtype=bool),
         pose_root_pos=root_pos.copy(), pose_root_rot=root_rot.copy(),
         net_future_pos=repeat(root_pos, future), net_future_dir=repeat(facing, future),
         spring_vel=np.zeros((batch, 2)), spring_acc=np.zeros((batch, 2)),
-        spring_yaw=yaw.copy(), spring_yaw_vel=np.zeros(batch),
-        drift_history=np.zeros((batch, DRIFT_CAPACITY, 3)), drift_count=0,
+        spring_yaw=yaw.copy(), spring_yaw_vel=np.zeros(batch), drift=DriftErrors.empty(batch),
         root_vel=np.zeros((batch, 2)), root_yaw_rate=np.zeros(batch), stand=np.ones(batch), warp=np.ones(batch),
+        style=network.default_style(batch) if style is None else np.broadcast_to(style, (batch, network.num_styles)).copy(),
     )
 
 
@@ -559,238 +171,328 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None) -
 # The tick
 
 
-def _normalized_or(dirs: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    length = vector_length(dirs, keepdims=True)
-    return np.where(length > 1e-6, dirs / np.maximum(length, 1e-12), fallback)
+def network_input(state: CharacterState, plan, root_yaw, network: Network) -> np.ndarray:
+    """x [B, nx]: the trajectory (past samples from the history, now, the blended future) in the
+    current root frame, seen through the speed warp, and the fed-back pose."""
+    batch, layout = state.batch_size, network.x_layout
+    x = np.empty((batch, layout.size))
+    trajectory_features(state.trajectory.rows(network.past_back), state.root_pos, root_yaw, plan, network.future_rows,
+                        layout, x)
+    x[:, layout.slice("joint_pos")] = state.joint_pos.reshape(batch, -1)
+    x[:, layout.slice("joint_vel")] = state.joint_vel.reshape(batch, -1)
+    return x
 
 
-def foot_goals(foot_pos, locks: FootLocks, floor_heights=None) -> tuple[np.ndarray, np.ndarray]:
-    """Where each contact joint should be shown [B, 4, 3] and whether it is constrained [B, 4]: pulled
-    toward its pin by the pin weight, and kept at or above its floor height when one is given."""
-    goals = locked_positions(foot_pos, locks)
-    constrained = locks.weight > 1e-4
-    if floor_heights is not None:
-        below = goals[..., 1] < floor_heights
-        goals[..., 1] = np.maximum(goals[..., 1], floor_heights)
-        constrained = constrained | below
-    return goals, constrained
-
-
-def apply_foot_locks(positions, rotations, goals, constrained, network: Network, root_rot) -> tuple[np.ndarray, np.ndarray]:
-    """Two-bone IK of both legs at once toward the foot goals; the foot turns so a constrained toe
-    reaches its goal. Contact slots are (foot, toe) of the left then the right leg, as `network.legs`."""
-    rotations = rotations.copy()
-    hips, knees, ankles, toes = network.leg_joints
-    forward = facing_from_yaw(yaw_of(root_rot))[:, None]
-    weight = constrained.astype(float)
-    ankle_target, toe_aim = foot_targets(positions[:, ankles], positions[:, toes], goals[:, 0::2], goals[:, 1::2],
-                                         weight[:, 0::2], weight[:, 1::2])
-    legs = two_bone_ik(positions[:, hips], positions[:, knees], positions[:, ankles],
-                       rotations[:, hips], rotations[:, knees], ankle_target, forward)
-    rotations[:, hips], rotations[:, knees] = legs.hip_rot, legs.knee_rot
-    toe_now = legs.ankle_pos + quat_mul_vec(rotations[:, ankles], network.offsets[toes])
-    toe_aim = aim_at_reach(legs.ankle_pos, toe_aim, network.foot_lengths)
-    rotations[:, ankles] = foot_rotation_toward(rotations[:, ankles], legs.ankle_pos, toe_now, toe_aim, 1.0)
-    return forward_kinematics_global(rotations, positions[:, network.anchor], network.offsets,
-                                     network.parents, network.anchor, chain=network.chain)
-
-
-def step(state: CharacterState, command: Command | Sequence[Command], settings: RuntimeSettings, dt: float,
-         network: Network) -> CharacterState:
+def step(state: CharacterState, command: Command | Sequence[Command] | CommandBatch, settings: RuntimeSettings,
+         dt: float, network: Network) -> CharacterState:
     """One simulation tick of all B characters (one network call); returns the new state."""
     tick_start = time.perf_counter()
-    batch = state.batch_size
-    desired, strafe_facing, strafe = command_arrays(command, batch)
-    root_pos, root_rot = state.root_pos, state.root_rot
-    root_yaw = yaw_of(root_rot)
+    commands = CommandBatch.of(command, state.batch_size)
+    root_yaw = state.root_yaw
     network.set_beta(settings.beta)
-
-    # 1. Command springs: the commanded velocity and facing, then their prediction over the future samples.
-    desired_speed = vector_length(desired)
-    motion_yaw = np.arctan2(desired[:, 0], desired[:, 1])
-    goal_yaw = np.where(strafe, np.arctan2(strafe_facing[:, 0], strafe_facing[:, 1]),
-                        np.where(desired_speed > FACING_MIN_SPEED, motion_yaw, state.spring_yaw))
-    _, spring_vel, spring_acc = spring_velocity_update(
-        np.zeros_like(desired), state.spring_vel, state.spring_acc, desired, settings.traj_halflife_pos, dt)
-    spring_yaw, spring_yaw_vel = spring_angle_update(
-        state.spring_yaw, state.spring_yaw_vel, goal_yaw, settings.traj_halflife_dir, dt)
-    spring_yaw = wrap_angle(spring_yaw)
-    future_t = network.future_times
-    offsets_xz, future_vel, _ = spring_velocity_update(
-        np.zeros((batch, len(future_t), 2)), spring_vel[:, None], spring_acc[:, None], desired[:, None],
-        settings.traj_halflife_pos, future_t[None, :, None])
-    command_pos = root_pos[:, None] + _xz_to_xyz(offsets_xz)
-    future_yaw, _ = spring_angle_update(spring_yaw[:, None], spring_yaw_vel[:, None], goal_yaw[:, None],
-                                        settings.traj_halflife_dir, future_t[None, :])
-    command_dir = facing_from_yaw(future_yaw)
-
-    # 2. Blend with the network's own previous prediction [PFNN].
-    count = len(future_t)
-    w_pos = trajectory_blend_weights(count, np.where(strafe, settings.bias_pos_strafe, settings.bias_pos))[..., None]
-    w_dir = trajectory_blend_weights(count, np.where(strafe, settings.bias_dir_strafe, settings.bias_dir))[..., None]
-    future_pos = state.net_future_pos + w_pos * (command_pos - state.net_future_pos)
-    future_pos[..., 1] = 0.0
-    future_dir = _normalized_or(state.net_future_dir + w_dir * (command_dir - state.net_future_dir), command_dir)
-    command_speed = vector_length(spring_vel)
-    warp = speed_warp(command_speed, settings.slow_walk_speed, settings.max_speed_warp)
-    current_gait = features.gait_from_speed(warp * command_speed)
-    future_gait = features.gait_from_speed(warp[:, None] * vector_length(future_vel))
-
-    # 3. Network input from the layout: trajectory in the current root frame, previous pose as fed back.
-    past_rows, future_rows = network.past_rows, network.future_rows
-    traj_pos = np.concatenate([state.traj_past_pos[:, past_rows], root_pos[:, None], future_pos[:, future_rows]], axis=1)
-    traj_dir = np.concatenate([state.traj_past_dir[:, past_rows], facing_from_yaw(root_yaw)[:, None],
-                               future_dir[:, future_rows]], axis=1)
-    traj_gait = np.concatenate([state.traj_past_gait[:, past_rows], current_gait[:, None],
-                                future_gait[:, future_rows]], axis=1)
-    x = network.x_layout.pack({
-        "traj_pos": warp[:, None, None] * to_root_frame(traj_pos, root_pos, root_yaw), "traj_dir": dirs_to_root_frame(traj_dir, root_yaw),
-        "traj_gait": traj_gait, "joint_pos": state.joint_pos, "joint_vel": state.joint_vel,
-    }, dtype=np.float64)
-    infer_start = time.perf_counter()
-    y = network.predict(x, state.phase)
-    infer_ms = (time.perf_counter() - infer_start) * 1000.0
+    trajectory = plan_trajectory(
+        SpringState(state.spring_vel, state.spring_acc, state.spring_yaw, state.spring_yaw_vel),
+        commands.desired_velocity, commands.facing, commands.strafe, state.root_pos, state.net_future_pos,
+        state.net_future_dir, settings, dt, network.future_times, network.blend_weights)
+    x = network_input(state, trajectory, root_yaw, network)
+    y, infer_ms = timed(network.predict, x, state.phase, state.style, settings.network_mode)
     out = network.y_layout.unpack(y)
-
-    # 4. Pose: root frame -> world; the fed-back positions optionally blend in the extrapolated previous pose.
-    predicted_pos = out["joint_pos"]
-    previous_warp = state.warp if state.warp is not None else np.ones(batch)
-    if settings.pose_smoothing > 0.0:
-        # previous pose + velocity * dt, from its root frame into the current one
-        extrapolated = (yaw_rotate(yaw_of(state.pose_root_rot) - root_yaw, state.joint_pos + state.joint_vel * (dt / previous_warp)[:, None, None])
-                        + yaw_rotate(-root_yaw, (state.pose_root_pos - root_pos)[:, None]))
-        predicted_pos = predicted_pos + settings.pose_smoothing * (extrapolated - predicted_pos)
-    world_mat = yaw_matrices(root_yaw)[:, None] @ matrices_from_6d(out["joint_rot"])
-    predicted_world = yaw_rotate(root_yaw, predicted_pos) + root_pos[:, None]
-    if settings.fit_rotations:
-        world_mat = fit_rotations_to_positions(world_mat, predicted_world, network.offsets, network.rotation_fit)
-    world_rot = quat_from_matrix(world_mat)
-    anchor_world = predicted_world[:, network.anchor]
-    pose_pos, pose_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
-                                                   network.anchor, above_anchor_rot=root_rot, chain=network.chain)
-
-    # 5. Foot locking: pin planted feet, reach the pins with leg IK.
-    contacts_now = np.clip(out["contacts"], 0.0, 1.0)
-    locks = FootLocks(state.lock_target, state.lock_weight, state.lock_active)
-    foot_pos = pose_pos[:, network.contact_joints]
-    if settings.foot_locking:
-        locks = update_foot_locks(locks, foot_pos, contacts_now, state.contacts, settings.contact_threshold,
-                                  settings.lock_fade_halflife, settings.lock_release_distance, dt)
-    else:
-        locks = FootLocks(foot_pos, np.zeros_like(locks.weight), np.zeros_like(locks.active))
-    display_pos, display_rot = pose_pos, pose_rot
-    floor = network.floor_heights if settings.floor_clamp else None
-    goals, constrained = foot_goals(foot_pos, locks, floor)
-    if settings.ik_enabled and np.any(constrained):
-        display_pos, display_rot = apply_foot_locks(pose_pos, pose_rot, goals, constrained, network, root_rot)
-
-    # 6. Root motion for the next frame: predicted, drift-corrected, blended toward the command, stand-scaled.
-    predicted_vel = features.rotate_xz(root_yaw[:, None], out["root_vel"][:, None])[:, 0] / warp[:, None]
-    predicted_motion = np.concatenate([predicted_vel, out["root_yaw_rate"][:, :1]], axis=-1)
-    commanded_yaw_rate = wrap_angle(future_yaw[:, 0] - root_yaw) / future_t[0]
-    commanded_motion = np.concatenate([spring_vel, commanded_yaw_rate[:, None]], axis=-1)
-    drift_history, drift_count = push_drift_error(state.drift_history, state.drift_count,
-                                                  predicted_motion - commanded_motion)
-    corrected = correct_drift(predicted_motion, drift_mean(drift_history, drift_count, settings.drift_window))
-    blended = corrected + settings.root_motion_from_command * (commanded_motion - corrected)
-    stand = stand_amount(command_speed, settings.stand_speed)
-    moving = move_amount(stand)
-    applied = blended * moving[:, None]
-    root_vel, root_yaw_rate = applied[:, :2], applied[:, 2]
-    new_root_pos = root_pos + _xz_to_xyz(root_vel) * dt
-    new_yaw = wrap_angle(root_yaw + root_yaw_rate * dt)
-
-    # 7. Phase, history, the network's own future for the next blend.
-    if settings.phase_mode == "network":
-        phase = advance_phase_by_network(state.phase, out["dphase"][:, 0], 0.9 * moving + 0.1, dt, network.sim_fps)
-    else:
-        root_speed = vector_length(root_vel)
-        phase = advance_phase_by_speed(state.phase, root_speed, network.stride, dt, warp * root_speed)
-    new_facing = facing_from_yaw(new_yaw)
-    net_future_pos = from_root_frame_xz(out["future_pos"] / warp[:, None, None], root_pos, root_yaw)
-    net_future_dir = _normalized_or(_xz_to_xyz(features.rotate_xz(root_yaw[:, None], out["future_dir"])), command_dir)
-
-    return dataclasses.replace(
-        state,
-        root_pos=new_root_pos, root_rot=quat_from_yaw(new_yaw), phase=phase,
-        joint_pos=predicted_pos, joint_vel=out["joint_vel"].copy(),
-        world_joint_pos=display_pos, world_joint_rot=display_rot,
-        contacts=contacts_now, lock_target=locks.target, lock_weight=locks.weight, lock_active=locks.active,
-        traj_past_pos=np.concatenate([state.traj_past_pos[:, 1:], new_root_pos[:, None]], axis=1),
-        traj_past_dir=np.concatenate([state.traj_past_dir[:, 1:], new_facing[:, None]], axis=1),
-        traj_past_gait=np.concatenate([state.traj_past_gait[:, 1:], current_gait[:, None]], axis=1),
-        traj_future_pos=future_pos, traj_future_dir=future_dir,
-        traj_command_pos=command_pos, traj_command_dir=command_dir,
-        pose_root_pos=root_pos, pose_root_rot=root_rot,
+    pose = pose_from_prediction(state.root_pos, root_yaw, out["joint_rot"], out["joint_pos"],
+                                (state.joint_pos, state.joint_vel, state.pose_root_pos, yaw_of(state.pose_root_rot),
+                                 state.warp), settings.pose_smoothing, dt, settings.fit_rotations, network.plan)
+    contacts = np.clip(out["contacts"], 0.0, 1.0)
+    feet = place_feet(pose, state.root_pos, root_yaw, contacts, state.contacts,
+                      FootLocks(state.lock_target, state.lock_weight, state.lock_active), settings,
+                      network.floor_heights, dt, network.plan)
+    motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
+                         trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
+                         trajectory.warp, state.drift, settings, dt, float(network.future_times[0]))
+    phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt, network.stride,
+                          network.sim_fps)
+    joint_vel = np.ascontiguousarray(out["joint_vel"])
+    fault = check_tick(y, pose.fed_back, joint_vel, motion.speed, feet.extent, network.limits)
+    net_future_pos, net_future_dir = network_trajectory(out["future_pos"], out["future_dir"], state.root_pos, root_yaw,
+                                                        trajectory.warp, trajectory.command_dir)
+    springs = trajectory.springs
+    return CharacterState(
+        root_pos=motion.position, root_rot=quat_from_yaw(motion.yaw), phase=phase,
+        joint_pos=pose.fed_back, joint_vel=joint_vel,
+        world_joint_pos=feet.positions, world_joint_rot=feet.rotations, contacts=contacts,
+        lock_target=feet.locks.target, lock_weight=feet.locks.weight, lock_active=feet.locks.active,
+        trajectory=state.trajectory.append(np.concatenate([motion.position, facing_from_yaw(motion.yaw),
+                                                           trajectory.gait[:, 0]], axis=-1)),
+        traj_future_pos=trajectory.future_pos, traj_future_dir=trajectory.future_dir,
+        traj_command_pos=trajectory.command_pos, traj_command_dir=trajectory.command_dir,
+        pose_root_pos=state.root_pos, pose_root_rot=state.root_rot,
         net_future_pos=net_future_pos, net_future_dir=net_future_dir,
-        spring_vel=spring_vel, spring_acc=spring_acc, spring_yaw=spring_yaw, spring_yaw_vel=spring_yaw_vel,
-        drift_history=drift_history, drift_count=drift_count,
-        root_vel=root_vel, root_yaw_rate=root_yaw_rate, stand=stand, warp=warp, ticks=state.ticks + 1,
+        spring_vel=springs.velocity, spring_acc=springs.acceleration, spring_yaw=springs.yaw,
+        spring_yaw_vel=springs.yaw_velocity, drift=motion.drift, root_vel=motion.velocity,
+        root_yaw_rate=motion.yaw_rate, stand=motion.stand, warp=trajectory.warp, style=state.style,
+        ticks=state.ticks + 1, fault=fault,
         timings={"tick_ms": (time.perf_counter() - tick_start) * 1000.0, "infer_ms": infer_ms},
     )
 
 
 # ---------------------------------------------------------------------------------------------
-# BVH output and the object the viewer holds
+# Moving and mixing states
 
 
-def local_pose(state: CharacterState, skeleton: dict) -> tuple[np.ndarray, np.ndarray]:
+def placed(state: CharacterState, positions, yaws) -> CharacterState:
+    """`state` (one character standing at the origin facing +Z, or B of them) moved rigidly to
+    `positions` [B, 2 or 3] facing `yaws` [B]: every world quantity turned about +Y and shifted,
+    root-frame quantities kept. The drift errors start empty."""
+    positions = np.asarray(positions, dtype=float)
+    positions = positions[..., [0, 2]] if positions.shape[-1] == 3 else positions.reshape(-1, 2)
+    batch = positions.shape[0]
+    yaws = np.broadcast_to(np.asarray(yaws, dtype=float).reshape(-1), (batch,))
+    shift = np.stack([positions[:, 0], np.zeros(batch), positions[:, 1]], axis=-1)
+    index = np.zeros(batch, dtype=int) if state.batch_size == 1 else np.arange(batch)
+    turn = quat_from_yaw(yaws)
+
+    def point(values):
+        values = values[index]
+        return yaw_rotate(yaws, values) + shift.reshape((batch,) + (1,) * (values.ndim - 2) + (3,))
+
+    def vector(values):
+        return yaw_rotate(yaws, values[index])
+
+    def rotation(values):
+        values = values[index]
+        return quat_normalize(quat_mul(turn.reshape((batch,) + (1,) * (values.ndim - 2) + (4,)), values))
+
+    def planar(values):
+        turned = yaw_rotate(yaws, stack_last(values[index][..., 0], 0.0, values[index][..., 1]))
+        return turned[..., [0, 2]]
+
+    window = state.trajectory.window[index]
+    history = History.from_window(np.concatenate([yaw_rotate(yaws, window[..., 0:3]) + shift[:, None],
+                                                  yaw_rotate(yaws, window[..., 3:6]), window[..., 6:9]], axis=-1))
+    return dataclasses.replace(
+        state, root_pos=point(state.root_pos[:, None])[:, 0], root_rot=rotation(state.root_rot[:, None])[:, 0],
+        phase=state.phase[index].copy(), joint_pos=state.joint_pos[index].copy(), joint_vel=state.joint_vel[index].copy(),
+        world_joint_pos=point(state.world_joint_pos), world_joint_rot=rotation(state.world_joint_rot),
+        contacts=state.contacts[index].copy(), lock_target=point(state.lock_target),
+        lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(), trajectory=history,
+        traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),
+        traj_command_pos=point(state.traj_command_pos), traj_command_dir=vector(state.traj_command_dir),
+        pose_root_pos=point(state.pose_root_pos[:, None])[:, 0], pose_root_rot=rotation(state.pose_root_rot[:, None])[:, 0],
+        net_future_pos=point(state.net_future_pos), net_future_dir=vector(state.net_future_dir),
+        spring_vel=planar(state.spring_vel), spring_acc=planar(state.spring_acc),
+        spring_yaw=wrap_angle(state.spring_yaw[index] + yaws), spring_yaw_vel=state.spring_yaw_vel[index].copy(),
+        drift=DriftErrors.empty(batch), root_vel=planar(state.root_vel), root_yaw_rate=state.root_yaw_rate[index].copy(),
+        stand=state.stand[index].copy(), warp=state.warp[index].copy(), style=state.style[index].copy(), fault=None)
+
+
+def replace_characters(state: CharacterState, index, other: CharacterState) -> CharacterState:
+    """A copy of `state` whose characters `index` [n] are `other`'s n characters."""
+    index = np.asarray(index)
+    changes = {}
+    for f in dataclasses.fields(state):
+        value, replacement = getattr(state, f.name), getattr(other, f.name)
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            value[index] = replacement
+            changes[f.name] = value
+        elif isinstance(value, History):
+            changes[f.name] = value.replace(index, replacement)
+        elif isinstance(value, DriftErrors):
+            changes[f.name] = DriftErrors(value.sums.replace(index, replacement.sums), value.count)
+    return dataclasses.replace(state, fault=None, **changes)
+
+
+def local_pose(state: CharacterState, skeleton: dict, characters=slice(None)) -> tuple[np.ndarray, np.ndarray]:
     """The displayed pose on the training skeleton: (local rotations [B, J, 4], root joint translation
-    [B, 3] in metres); every other joint sits at its skeleton offset."""
+    [B, 3] in metres) of `characters` (default all); every other joint sits at its skeleton offset."""
     parents = np.asarray(skeleton["parents"], dtype=int)
     root = int(np.flatnonzero(parents < 0)[0])
-    return local_rotations(state.world_joint_rot, parents), state.world_joint_pos[:, root].copy()
+    return local_rotations(state.world_joint_rot[characters], parents), state.world_joint_pos[characters, root].copy()
+
+
+# ---------------------------------------------------------------------------------------------
+# The object the viewer and the drive hold
 
 
 class Character:
-    """Model + settings + state of B characters: what the viewer and the headless drive hold."""
+    """Model + settings + state of B characters: what the viewer and the headless drive hold.
+
+    Every tick the settings are clamped to the ranges that suit the model (`RuntimeSettings.fit_to_model`)
+    and the tick is checked (`guards.check_tick`): a character whose tick ran away is put back in the
+    settled standing pose where it stood, and a `guards.Fault` is recorded (`faults`, `take_messages`)
+    and logged, naming the settings that were away from the model's defaults.
+    """
+
+    MAX_FAULTS = 50
 
     def __init__(self, checkpoint, settings: RuntimeSettings | None = None, batch: int = 1,
                  device: str = "auto", path: str = "auto", positions=None, yaws=None,
-                 settle_ticks: int = SETTLE_TICKS):
-        self.network = Network(checkpoint, device=device, path=path)
+                 settle_ticks: int = SETTLE_TICKS, style=None):
         self.settings = settings if settings is not None else RuntimeSettings.from_checkpoint_meta(checkpoint.meta)
         self.batch = batch
         self.settle_ticks = settle_ticks
-        self.state = self._settled(initial_state(self.network, batch, positions, yaws))
+        self.faults: list[Fault] = []
+        self._unreported: list[str] = []
+        self._load(checkpoint, device, path)
+        self.state = self._fresh(positions, yaws, style)
         self.previous_state = self.state
 
-    def _settled(self, state: CharacterState) -> CharacterState:
-        """Stand for `settle_ticks` (the mean input pose is an average, not a pose the network holds)."""
+    # ---- model ---------------------------------------------------------------------------------
+    def _load(self, checkpoint, device, path) -> None:
+        self.network = Network(checkpoint, device=device, path=path)
+        self.model_defaults = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+        self.model_defaults.fit_to_model(checkpoint.meta, checkpoint.config)
+        for name, old, new in self.settings.fit_to_model(checkpoint.meta, checkpoint.config):
+            self._report(f"Setting {name} = {old:g} is outside what this model supports; using {new:g}")
+        self._template = self._settled_template()
+        self._last_values = self.settings.values()
+        self._last_change = None
+        self.time_s = 0.0
+
+    def _settled_template(self) -> CharacterState:
+        """One character standing at the origin, settled for `settle_ticks` with the model's default
+        settings (the mean input pose is an average, not a pose the network holds)."""
+        network = self.network
+        state = initial_state(network, 1)
+        dt = 1.0 / network.sim_fps
         for _ in range(self.settle_ticks):
-            state = step(state, stand_command(), self.settings, 1.0 / self.network.sim_fps, self.network)
-        if self.settle_ticks > 0 and self.network.floor_heights is None:
-            # The model's own standing pose has its feet on the floor: their heights are the floor.
-            self.network.floor_heights = state.world_joint_pos[:, self.network.contact_joints, 1].min(axis=0)
-        return dataclasses.replace(state, ticks=0, drift_count=0, drift_history=np.zeros_like(state.drift_history))
+            state = step(state, stand_command(), self.model_defaults, dt, network)
+            if state.fault is not None:
+                raise ValueError(f"{network.checkpoint.path or 'checkpoint'}: the model cannot stand still: "
+                                 f"{state.fault.reasons[0]}")
+        if self.settle_ticks > 0 and network.floor_heights is None:
+            network.floor_heights = state.world_joint_pos[0, network.contact_joints, 1].copy()
+            log.warning("%s: no floor_heights in the checkpoint (trained before they were stored); the floor "
+                        "of each foot joint is taken from the model's settled standing pose: %s m",
+                        network.checkpoint.path or "checkpoint", np.round(network.floor_heights, 3).tolist())
+        return dataclasses.replace(state, ticks=0, drift=DriftErrors.empty(1))
+
+    def _fresh(self, positions, yaws, style=None) -> CharacterState:
+        positions = np.zeros((self.batch, 2)) if positions is None else np.asarray(positions, dtype=float)
+        yaws = np.zeros(self.batch) if yaws is None else yaws
+        state = placed(self._template, np.broadcast_to(positions, (self.batch, positions.shape[-1])), yaws)
+        if style is not None:
+            state = dataclasses.replace(state, style=self._checked_style(style))
+        return state
 
     @property
     def skeleton(self) -> dict:
         return self.network.skeleton
 
-    def tick(self, command: Command | Sequence[Command], dt: float) -> CharacterState:
+    @property
+    def setting_limits(self) -> dict:
+        """(low, high) of every numeric setting for this model (what the panel's sliders span)."""
+        return self.settings.all_limits()
+
+    # ---- ticking -------------------------------------------------------------------------------
+    def tick(self, command: Command | Sequence[Command] | CommandBatch, dt: float) -> CharacterState:
+        self._watch_settings()
         self.previous_state = self.state
-        self.state = step(self.state, command, self.settings, dt, self.network)
+        state = step(self.state, command, self.settings, dt, self.network)
+        if state.fault is not None:
+            state = self._recover(state)
+        self.state = state
+        self.time_s += dt
+        return state
+
+    def _watch_settings(self) -> None:
+        for name, old, new in self.settings.clamp():
+            self._report(f"Setting {name} = {old:g} is outside this model's range; clamped to {new:g}")
+        values = self.settings.values()
+        if values != self._last_values:
+            for name, old, new in zip(self.settings.field_names(), self._last_values, values):
+                if old != new:
+                    self._last_change = (name, old, new, self.time_s)
+            self._last_values = values
+
+    def _settings_note(self) -> str:
+        changed = [f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+                   for name, value, default in zip(self.settings.field_names(), self.settings.values(),
+                                                   self.model_defaults.values()) if value != default]
+        note = ("Settings away from the model's defaults: " + ", ".join(changed)) if changed else \
+            "All settings at the model's defaults"
+        if self._last_change is not None:
+            name, old, new, when = self._last_change
+            note += f"; last changed: {name} {old} -> {new} at {when:.1f} s"
+        return note + "."
+
+    def _recover(self, state: CharacterState) -> CharacterState:
+        """Put the faulty characters back in the settled pose where they stood before the tick."""
+        fault, before = state.fault, self.state
+        index = fault.characters
+        fresh = placed(self._template, before.root_pos[index], before.root_yaw[index])
+        fresh = dataclasses.replace(fresh, style=before.style[index].copy())
+        what = fault.reasons[0] + (f" (and {len(index) - 1} more characters)" if len(index) > 1 else "")
+        last = self.faults[-1] if self.faults else None
+        if last is not None and last.what == what and last.tick >= state.ticks - 2:
+            last.count, last.tick = last.count + 1, state.ticks
+        else:
+            record = Fault(tick=state.ticks, time_s=self.time_s, characters=[int(i) for i in index], what=what,
+                           settings_note=self._settings_note())
+            self.faults = (self.faults + [record])[-self.MAX_FAULTS:]
+            self._report(record.message)
+        return replace_characters(state, index, fresh)
+
+    def _report(self, message: str) -> None:
+        log.warning("%s", message)
+        self._unreported.append(message)
+
+    def take_messages(self) -> list[str]:
+        """Fault and clamping messages since the last call (the viewer shows them in its panel)."""
+        messages, self._unreported = self._unreported, []
+        return messages
+
+    # ---- control -------------------------------------------------------------------------------
+    def reset(self, positions=None, yaws=None) -> CharacterState:
+        style = self.state.style
+        self.state = dataclasses.replace(self._fresh(positions, yaws), style=style)
+        self.previous_state = self.state
+        self.time_s = 0.0
         return self.state
 
-    def reset(self, positions=None, yaws=None) -> CharacterState:
-        self.state = self._settled(initial_state(self.network, self.batch, positions, yaws))
-        self.previous_state = self.state
-        return self.state
+    def _checked_style(self, style) -> np.ndarray:
+        """[B, S] style weights from one style for all (a name, an index or [S] weights) or one per
+        character [B, S]; weights must be finite, >= 0 and sum to 1 (within 1e-3; renormalised)."""
+        count = self.network.num_styles
+        names = self.network.style_names
+        if count == 0:
+            raise ValueError("this model has no style input (model_config.num_styles = 0)")
+        if isinstance(style, str):
+            if style not in names:
+                raise ValueError(f"unknown style {style!r}; this model's styles are {names or list(range(count))}")
+            style = names.index(style)
+        if isinstance(style, (int, np.integer)):
+            if not 0 <= style < count:
+                raise ValueError(f"style index {style} out of range 0..{count - 1}")
+            style = np.eye(count)[style]
+        weights = np.asarray(style, dtype=float)
+        if weights.shape not in ((count,), (self.batch, count)):
+            raise ValueError(f"style weights have shape {weights.shape}, expected ({count},) or ({self.batch}, {count})")
+        total = weights.sum(axis=-1, keepdims=True)
+        if not np.isfinite(weights).all() or (weights < 0).any() or np.any(np.abs(total - 1.0) > 1e-3):
+            raise ValueError(f"style weights must be finite, >= 0 and sum to 1, got {weights.tolist()}")
+        return np.broadcast_to(weights / total, (self.batch, count)).copy()
+
+    def set_style(self, style) -> None:
+        """Style of every character (a name, an index or [S] weights) or per character ([B, S])."""
+        self.state = dataclasses.replace(self.state, style=self._checked_style(style))
+
+    def style_name(self, index: int = 0) -> str:
+        """Character `index`'s dominant style ('' for a model without styles)."""
+        if not self.network.num_styles:
+            return ""
+        return self.network.style_names[int(np.argmax(self.state.style[index]))]
 
     def swap_model(self, checkpoint, device: str | None = None, path: str | None = None) -> None:
         """Hot swap the network; the characters keep their place, heading, phase and trajectory."""
-        old = self.state
-        network = Network(checkpoint, device=device or str(self.network.device),
-                          path=path or self.network.path)
-        fresh = initial_state(network, self.batch, old.root_pos, old.root_yaw)
-        keep = ["phase", "traj_past_pos", "traj_past_dir", "traj_past_gait", "traj_future_pos", "traj_future_dir",
-                "traj_command_pos", "traj_command_dir", "net_future_pos", "net_future_dir", "spring_vel",
-                "spring_acc", "spring_yaw", "spring_yaw_vel", "root_vel", "root_yaw_rate", "stand", "warp"]
-        if network.names == self.network.names:
+        old, old_network = self.state, self.network
+        self._load(checkpoint, device or str(old_network.device), path or old_network.path)
+        fresh = placed(self._template, old.root_pos, old.root_yaw)
+        keep = ["phase", "trajectory", "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir",
+                "net_future_pos", "net_future_dir", "spring_vel", "spring_acc", "spring_yaw", "spring_yaw_vel",
+                "root_vel", "root_yaw_rate", "stand", "warp"]
+        if self.network.names == old_network.names:
             keep += ["joint_pos", "joint_vel", "world_joint_pos", "world_joint_rot", "pose_root_pos", "pose_root_rot"]
-        self.network = network
-        self._settled(initial_state(network, 1))  # measures the new model's floor heights
+        if self.network.num_styles == old.style.shape[1]:
+            keep.append("style")
         self.state = dataclasses.replace(fresh, **{name: getattr(old, name) for name in keep})
         self.previous_state = self.state
 

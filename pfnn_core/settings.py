@@ -3,15 +3,26 @@
 The viewer's Tune panel edits a `RuntimeSettings` object and the runtime reads it each tick; the
 panel is built generically from each field's metadata (`label`, `help`, and `min`/`max` for numbers,
 `choices` for strings; `step` is a suggested slider step).
+
+Ranges: `min`/`max` are the physical range of a setting. Once fitted to a model (`fit_to_model`),
+some ranges narrow to what suits that model (`limits`): `beta` to the range the model was trained
+with (`training.config.beta_range` when stored, else a factor of `BETA_SPAN` around its trained beta;
+a network trained at one beta breaks at another), the full-stick speeds to `SPEED_SPAN` times the
+data's fastest gait. `clamp` brings every value back into its limits (the runtime calls it every tick).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 PHASE_MODES = ("speed", "network")
+NETWORK_MODES = ("exact", "linear", "constant")
+BETA_SPAN = 2.0  # a model trained at one beta accepts beta / 2 .. beta * 2
+SPEED_SPAN = 1.5  # full-stick speeds up to 1.5x the data's fastest gait
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
 def _tunable(default: Any, label: str, help: str, min: float | None = None, max: float | None = None,
@@ -93,8 +104,9 @@ class RuntimeSettings:
     # Solve two-bone leg IK toward the pins (off: pins are computed but the pose is not changed).
     ik_enabled: bool = _tunable(True, "Leg IK", "Apply two-bone IK to reach pinned feet.")
     # Commanded speed (m/s) below which the character counts as fully standing; root motion and phase
-    # advance are scaled by (1 - stand_amount)^0.25 [PFNN].
-    stand_speed: float = _tunable(0.15, "Stand speed (m/s)", "Commanded speed at and below which root motion and phase stop.",
+    # advance are scaled by (1 - stand_amount)^0.25 [PFNN]. 0 = no stand-amount scaling at all.
+    stand_speed: float = _tunable(0.15, "Stand speed (m/s)",
+                                  "Commanded speed at and below which root motion and phase stop; 0 = no stand scaling.",
                                   min=0.0, max=1.0, step=0.01)
     # 0 = root moves by the network's predicted velocity and yaw rate, 1 = by the commanded spring.
     root_motion_from_command: float = _tunable(0.5, "Root motion from command",
@@ -110,38 +122,182 @@ class RuntimeSettings:
     # Most the network's view of the motion is sped up by (speeds near standing stay a stand).
     max_speed_warp: float = _tunable(3.0, "Slow-walk warp limit", "Largest speed-up of the network's view of a slow walk.",
                                      min=1.0, max=10.0, step=0.1)
+    # How the network's weights follow the phase (CPU): every kernel per character ('exact'), or
+    # precomputed at a few phases, interpolated ('linear') or the nearest one ('constant') [PFNN demo].
+    network_mode: str = _tunable("exact", "Network weights",
+                                 "exact, or precomputed per phase bin: linear / constant (faster, approximate; CPU only).",
+                                 choices=NETWORK_MODES)
+
+    def __post_init__(self) -> None:
+        self._model_limits: dict[str, tuple[float, float]] = {}
+        self._model_defaults: dict[str, Any] = {}
+        fields = dataclasses.fields(self)
+        self._names = [f.name for f in fields]
+        self._numeric = [(f.name, float(f.metadata["min"]), float(f.metadata["max"]), type(f.default))
+                         for f in fields if "min" in f.metadata]
 
     def reset(self) -> None:
-        """Restore every field to its default, in place (the UI holds a reference to this object)."""
+        """Restore every field to its default (the model's, once fitted), in place (the UI holds a
+        reference to this object)."""
         for f in dataclasses.fields(self):
-            setattr(self, f.name, f.default)
+            setattr(self, f.name, self._model_defaults.get(f.name, f.default))
 
     @classmethod
     def defaults(cls) -> "RuntimeSettings":
         return cls()
 
     @classmethod
-    def from_checkpoint_meta(cls, meta: Mapping[str, Any]) -> "RuntimeSettings":
-        """Defaults with walk/run speeds taken from a checkpoint's `gait_speeds` when present."""
+    def from_checkpoint_meta(cls, meta: Mapping[str, Any], config=None) -> "RuntimeSettings":
+        """Defaults with walk/run speeds taken from a checkpoint's `gait_speeds` and beta from the one
+        the model was trained with (`config` = its ModelConfig, or `training.config` in `meta`)."""
         settings = cls()
         gait_speeds = meta.get("gait_speeds") or {}
         if "walk" in gait_speeds:
             settings.walk_speed = float(gait_speeds["walk"])
         if "run" in gait_speeds:
             settings.run_speed = float(gait_speeds["run"])
+        trained = _trained_beta(meta, config)
+        if trained is not None:
+            settings.beta = trained
         return settings
 
+    @classmethod
+    def bare_network(cls, meta: Mapping[str, Any], config=None) -> "RuntimeSettings":
+        """The network alone: root motion, turning and phase from its own outputs; no command blending,
+        drift correction, stand-amount scaling, slow-walk warp, pose smoothing, foot locks, IK or
+        floor clamp (what an honest evaluation of the network measures)."""
+        return dataclasses.replace(cls.from_checkpoint_meta(meta, config), root_motion_from_command=0.0,
+                                   drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
+                                   floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0)
+
+    # ---- ranges --------------------------------------------------------------------------------
+    def fit_to_model(self, meta: Mapping[str, Any], config=None) -> list[tuple[str, float, float]]:
+        """Narrow the ranges to what suits the model of a checkpoint (`meta`, its ModelConfig) and clamp
+        the values into them; returns the (name, old, new) values that were clamped."""
+        limits = {}
+        beta_range = model_beta_range(meta, config)
+        if beta_range is not None:
+            limits["beta"] = beta_range
+        speeds = [float(v) for v in (meta.get("gait_speeds") or {}).values() if isinstance(v, (int, float))]
+        if speeds:
+            for name in ("walk_speed", "run_speed"):
+                low, high = self._static_limits(name)
+                limits[name] = (low, min(high, max(low, SPEED_SPAN * max(speeds))))
+        self._model_limits = limits
+        defaults = RuntimeSettings.from_checkpoint_meta(meta, config)
+        self._model_defaults = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(self)}
+        return self.clamp()
+
+    def _static_limits(self, name: str) -> tuple[float, float]:
+        meta = self.__dataclass_fields__[name].metadata
+        return float(meta["min"]), float(meta["max"])
+
+    def limits(self, name: str) -> tuple[float, float]:
+        """(low, high) of a numeric setting: the model's range once fitted, else its physical range."""
+        return self._model_limits.get(name) or self._static_limits(name)
+
+    def all_limits(self) -> dict[str, tuple[float, float]]:
+        return {name: self.limits(name) for name, *_ in self._numeric}
+
+    def clamp(self) -> list[tuple[str, float, float]]:
+        """Bring every numeric value into its limits (NaN goes to the model's default); returns the
+        (name, old, new) values changed."""
+        changed = []
+        model_limits = self._model_limits
+        for name, low, high, kind in self._numeric:
+            value = getattr(self, name)
+            if name in model_limits:
+                low, high = model_limits[name]
+            if not low <= value <= high:
+                new = self._model_defaults.get(name, self.__dataclass_fields__[name].default) if value != value \
+                    else min(max(value, low), high)
+                new = kind(new)
+                setattr(self, name, new)
+                changed.append((name, value, new))
+        return changed
+
+    def field_names(self) -> list[str]:
+        return list(self._names)
+
+    def values(self) -> tuple:
+        return tuple([getattr(self, name) for name in self._names])
+
     def validate(self) -> None:
-        """Raise ValueError naming the first field outside its declared range or choices."""
+        """Raise ValueError naming the first field outside its range (the model's once fitted) or choices."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             meta = f.metadata
             if "choices" in meta and value not in meta["choices"]:
                 raise ValueError(f"{f.name}: expected one of {meta['choices']}, got {value!r}")
-            if "min" in meta and value < meta["min"]:
-                raise ValueError(f"{f.name}: {value} is below the minimum {meta['min']}")
-            if "max" in meta and value > meta["max"]:
-                raise ValueError(f"{f.name}: {value} is above the maximum {meta['max']}")
+            if "min" in meta:
+                low, high = self.limits(f.name)
+                if not value >= low:
+                    raise ValueError(f"{f.name}: {value} is below the minimum {low:g}")
+                if not value <= high:
+                    raise ValueError(f"{f.name}: {value} is above the maximum {high:g}")
+
+    # ---- text (command lines) ------------------------------------------------------------------
+    def assign(self, name: str, text: str) -> str | None:
+        """Set a setting from text (`--set NAME=VALUE`). Raises ValueError for an unknown name (listing
+        the known ones), a value of the wrong kind or outside the setting's physical range (naming the
+        range). A value outside this model's range is clamped into it; the returned note says so."""
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        if name not in fields:
+            raise ValueError(f"unknown setting {name!r}; known settings: {', '.join(fields)}")
+        f, text = fields[name], text.strip()
+        default = f.default
+        if isinstance(default, bool):
+            if text.lower() not in _TRUE + _FALSE:
+                raise ValueError(f"{name}: expected true or false, got {text!r}")
+            setattr(self, name, text.lower() in _TRUE)
+            return None
+        if "choices" in f.metadata:
+            if text not in f.metadata["choices"]:
+                raise ValueError(f"{name}: expected one of {', '.join(f.metadata['choices'])}, got {text!r}")
+            setattr(self, name, text)
+            return None
+        try:
+            value = int(text) if isinstance(default, int) else float(text)
+        except ValueError:
+            kind = "an integer" if isinstance(default, int) else "a number"
+            raise ValueError(f"{name}: expected {kind}, got {text!r}") from None
+        low, high = self._static_limits(name)
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ValueError(f"{name}: {text} is outside its range {low:g}..{high:g}")
+        setattr(self, name, value)
+        if self.clamp():
+            model_low, model_high = self.limits(name)
+            return (f"{name}={text} is outside this model's range {model_low:g}..{model_high:g}; "
+                    f"using {getattr(self, name):g}")
+        return None
+
+
+def _trained_beta(meta: Mapping[str, Any], config=None) -> float | None:
+    if config is not None:
+        return float(config.beta)
+    training_config = (meta.get("training") or {}).get("config") or {}
+    beta = training_config.get("beta")
+    return float(beta) if isinstance(beta, (int, float)) else None
+
+
+def model_beta_range(meta: Mapping[str, Any], config=None) -> tuple[float, float] | None:
+    """The beta range a model suits: the trained range `training.config.beta_range` [lo, hi] when
+    stored, else BETA_SPAN around the trained beta; None when the model does not use beta (cubic)."""
+    training_config = (meta.get("training") or {}).get("config") or {}
+    phase_function = config.phase_function if config is not None else training_config.get("phase_function", "rbf")
+    if phase_function != "rbf":
+        return None
+    low, high = RuntimeSettings.__dataclass_fields__["beta"].metadata["min"], \
+        RuntimeSettings.__dataclass_fields__["beta"].metadata["max"]
+    trained_range = training_config.get("beta_range")
+    if (isinstance(trained_range, (list, tuple)) and len(trained_range) == 2
+            and all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in trained_range)
+            and trained_range[0] <= trained_range[1]):
+        return max(low, float(trained_range[0])), min(high, float(trained_range[1]))
+    beta = _trained_beta(meta, config)
+    if beta is None:
+        return None
+    return max(low, beta / BETA_SPAN), min(high, beta * BETA_SPAN)
 
 
 def tunable_fields(settings: RuntimeSettings | type[RuntimeSettings] = RuntimeSettings) -> list[dataclasses.Field]:

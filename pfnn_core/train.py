@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -36,6 +37,7 @@ from pfnn_core import bvh, data_checks, distributed
 from pfnn_core.checkpoint import NORM_NAMES, load_checkpoint, save_checkpoint
 from pfnn_core.dataset_cache import NormalisedRows, remembered
 from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.threads import set_thread_counts
 
 # Never the shipped model: a training run with no --out must not overwrite assets/models/default.safetensors.
 DEFAULT_OUT = "runs/model.safetensors"
@@ -53,7 +55,9 @@ class TrainConfig:
     hidden_size: int = 512        # units per hidden layer
     phase_function: str = "rbf"   # 'rbf' or 'cubic'
     num_kernels: int = 8          # rbf weight sets (cubic always uses 4)
-    beta: float = 8.0             # rbf bandwidth
+    beta: float = 8.0             # rbf bandwidth (validation and the model's default)
+    beta_range: tuple | None = (4.0, 16.0)  # rbf: beta drawn log-uniformly per batch from [lo, hi], so the
+                                  # live knob works across that range; None = always `beta`
     dropout: float = 0.3          # drop probability [PFNN keeps 70%]
     epochs: int = 60              # upper bound; early stopping may end sooner
     batch_size: int = 256         # rollouts per optimizer step
@@ -73,6 +77,7 @@ class TrainConfig:
     device: str = "auto"          # 'auto' (cuda when present), 'cpu' or 'cuda'
     threads: int = 0              # torch CPU threads; 0 = leave torch's default
     resume: str | None = None     # resumable checkpoint to continue from
+    labels: str | None = None     # labelling rule: 'filename' (default), 'folder' or a JSON/CSV table
     workers: int = 1              # processes building the dataset's clips in parallel; 0 = one per CPU core
     cache: bool = True            # keep the built dataset in the dataset cache and reuse it
     cache_dir: str | None = None  # None: $PFNN_DATASET_CACHE, else ~/.cache/pfnn-viewer/datasets
@@ -145,6 +150,8 @@ class _Tensors:
     joint_vel: torch.Tensor       # indices in y, [J * 3]
     contacts: torch.Tensor        # indices in y, [4]
     foot_joints: torch.Tensor     # joint indices of the 4 contact joints
+    style: torch.Tensor | None    # [N] long style index of each row; None for a model without styles
+    num_styles: int = 0           # width of the model's style input (one-hot per batch, `_style_of`)
 
 
 def _normalised(array, mean: torch.Tensor, std: torch.Tensor, device, on_demand: bool | None = None):
@@ -179,7 +186,21 @@ def _to_device(data, norm, device, on_demand: bool | None = None) -> _Tensors:
         joint_vel=as_long(_indices(y_layout, "joint_vel")),
         contacts=as_long(_indices(y_layout, "contacts")),
         foot_joints=as_long(_foot_joint_indices(data)),
+        style=as_long(data.style) if num_styles(data) else None, num_styles=num_styles(data),
     )
+
+
+def num_styles(data) -> int:
+    """Width of the model's style input: the number of styles, 0 when the data has one style or none."""
+    styles = list(getattr(data, "styles", None) or [])
+    return len(styles) if len(styles) > 1 else 0
+
+
+def _style_of(tensors: _Tensors, rows: torch.Tensor):
+    """One-hot styles [B, S] of the given rows, made per batch (never an [N, S] copy of the whole set)."""
+    if tensors.style is None:
+        return None
+    return functional.one_hot(tensors.style[rows], tensors.num_styles).float()
 
 
 # --- loss -------------------------------------------------------------------------------------------
@@ -236,7 +257,7 @@ def rollout_loss(model: PFNN, tensors: _Tensors, start_rows: torch.Tensor, confi
         if fed_pose is not None:
             feed = torch.rand(len(rows), device=rows.device) < feedback_probability
             x[:, tensors.x_pose] = torch.where(feed[:, None], fed_pose, x[:, tensors.x_pose])
-        pred = model(x, tensors.phase[rows])
+        pred = model(x, tensors.phase[rows], _style_of(tensors, rows))
         losses = sample_losses(pred, tensors.y[rows], tensors, config)["total"]
         total = total + (losses * active).sum()
         count = count + active.sum()
@@ -258,7 +279,7 @@ def validation_losses(model: PFNN, tensors: _Tensors, rows: torch.Tensor, config
     sums: dict[str, float] = {}
     for start in range(0, len(rows), VALIDATION_BATCH):
         batch = rows[start:start + VALIDATION_BATCH]
-        pred = model(tensors.x[batch], tensors.phase[batch])
+        pred = model(tensors.x[batch], tensors.phase[batch], _style_of(tensors, batch))
         for name, value in sample_losses(pred, tensors.y[batch], tensors, config).items():
             sums[name] = sums.get(name, 0.0) + float(value.sum())
     model.train(was_training)
@@ -271,6 +292,16 @@ def cosine_lr(config: TrainConfig, step: int, total_steps: int) -> float:
     final = config.lr * config.lr_final_fraction
     progress = min(step / max(total_steps, 1), 1.0)
     return final + 0.5 * (config.lr - final) * (1.0 + math.cos(math.pi * progress))
+
+
+def batch_beta(config: TrainConfig, step: int) -> float:
+    """The RBF beta of one optimizer step: log-uniform in `beta_range`, drawn from (seed, step) so a
+    resumed run draws the same values; `beta` when there is no range."""
+    if not config.beta_range:
+        return float(config.beta)
+    low, high = (float(v) for v in config.beta_range)
+    draw = np.random.default_rng([config.seed, 7919, step]).random()
+    return float(math.exp(math.log(low) + draw * (math.log(high) - math.log(low))))
 
 
 def feedback_probability(config: TrainConfig, epoch: int) -> float:
@@ -348,13 +379,15 @@ def choose_device(name: str) -> torch.device:
 
 
 def load_training_data(config: TrainConfig, progress: Callable[[int, int], None] | None = None):
-    """The dataset of `config.data`: from the dataset cache when it holds these files and settings, else
-    built (in `config.workers` processes) and stored there. `progress(files_done, files_total)`."""
+    """The dataset of `config.data`, labelled by `config.labels`: from the dataset cache when it holds these
+    files, settings and labels, else built (in `config.workers` processes) and stored there.
+    `progress(files_done, files_total)`."""
     from pfnn_core import dataset_cache, features
+    from pfnn_core.labels import LabelRule
     source = config.data[0] if len(config.data) == 1 else list(config.data)
     cache_dir = (config.cache_dir or dataset_cache.default_cache_dir()) if config.cache else None
     return features.build_training_data(source, mirror=config.mirror, cache_dir=cache_dir, progress=progress,
-                                        workers=config.workers)
+                                        workers=config.workers, label_rule=LabelRule.parse(config.labels))
 
 
 def _split_and_norm(data, config: TrainConfig):
@@ -417,7 +450,8 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     meta_base_data["folders"] = [str(Path(item).resolve()) for item in config.data]
     model_config = ModelConfig(input_size=data.x.shape[1], output_size=data.y.shape[1],
                                hidden_size=config.hidden_size, phase_function=config.phase_function,
-                               num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout)
+                               num_kernels=config.num_kernels, beta=config.beta, dropout=config.dropout,
+                               num_styles=num_styles(data))
     model = PFNN(model_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     run = {"epoch": 0, "batch": 0, "step": 0, "best_val_loss": math.inf, "best_epoch": 0,
@@ -447,8 +481,11 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     total_steps = batches_per_epoch * config.epochs
     val_rows_t = torch.as_tensor(val_rows if len(val_rows) else train_rows, dtype=torch.long, device=device)
     val_rows_t = val_rows_t[context.rank::context.world_size]  # this rank's share; the means are summed over ranks
+    meta_base_data["clip_labels"] = {name: [label["style"], label["content"]]
+                                     for name, label in zip(data.clip_names, data.clip_labels)}
     meta_base = {"skeleton": data.skeleton, "stride": data.stride, "gait_speeds": data.gait_speeds,
-                 "data": meta_base_data}
+                 "data": meta_base_data, "styles": {"names": list(data.styles), "stats": data.style_stats},
+                 "floor_heights": list(data.floor_heights), "stance": data.stance}
     session_start, session_start_step = time.perf_counter(), run["step"]
 
     def report(event: str, **extra) -> None:
@@ -504,6 +541,7 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
                 group["lr"] = lr
             share, share_weight = distributed.rank_share(batches[run["batch"]], context)
             start_rows = torch.as_tensor(share, dtype=torch.long, device=device)
+            model.beta = batch_beta(config, run["step"])  # drawn from (seed, step): the same on every rank
             loss = rollout_loss(trainable, tensors, start_rows, config, feedback)
             if context.distributed:
                 loss = loss * share_weight
@@ -522,6 +560,7 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
             run["epoch_batches"] += 1
             report("batch", feedback_probability=feedback)
 
+        model.beta = float(config.beta)
         val = distributed.mean_of_means(validation_losses(model, tensors, val_rows_t, config), len(val_rows_t),
                                         context)
         run["train_losses"].append(run["epoch_loss_sum"] / max(run["epoch_batches"], 1))
@@ -558,6 +597,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--phase-function", choices=["rbf", "cubic"])
     parser.add_argument("--kernels", type=int, dest="num_kernels")
     parser.add_argument("--beta", type=float)
+    parser.add_argument("--beta-range", type=float, nargs=2, metavar=("LO", "HI"),
+                        help="rbf: draw beta per batch log-uniformly from [LO, HI] (default 4 16)")
+    parser.add_argument("--fixed-beta", action="store_const", const=(), dest="beta_range",
+                        help="rbf: always train at --beta")
+    parser.add_argument("--labels", help="labelling rule: 'filename' (default: {set}_{content}_{style}_{id}), "
+                        "'folder' (one folder per style) or a JSON/CSV table of file -> style, content")
     parser.add_argument("--dropout", type=float)
     parser.add_argument("--lr", type=float)
     parser.add_argument("--batch-size", type=int)
@@ -565,7 +610,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--patience", type=int)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--threads", type=int)
+    parser.add_argument("--threads", type=int, help="CPU threads for BLAS and torch (default: all cores, shared "
+                        "among the processes torchrun starts on one machine)")
     parser.add_argument("--no-mirror", action="store_false", dest="mirror", default=None)
     parser.add_argument("--resume", metavar="CKPT", help="continue from a *.resume.safetensors checkpoint")
     parser.add_argument("--workers", type=int, default=0,
@@ -584,6 +630,14 @@ def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     if args.resume:
         return resume_config(args.resume, **overrides)
     return replace(TrainConfig(), **{k: v for k, v in overrides.items() if v is not None})
+
+
+def default_threads(environ=None) -> int:
+    """The CPU threads of one training process: every core, shared among the processes torchrun starts on
+    this machine (LOCAL_WORLD_SIZE), so several processes never oversubscribe the cores."""
+    environ = os.environ if environ is None else environ
+    processes = max(int(environ.get("LOCAL_WORLD_SIZE") or 1), 1)
+    return max((os.cpu_count() or 1) // processes, 1)
 
 
 def _check_data_paths(paths: list[str]) -> None:
@@ -653,6 +707,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         config = _config_from_args(args)
+        config = replace(config, threads=set_thread_counts(config.threads or default_threads()))
         context = distributed.setup(config.device)
         say(f"pfnn-train: loading {', '.join(config.data)}")
         data = _prepare_data(config, context, on_build)

@@ -22,6 +22,14 @@ def private_dataset_cache(tmp_path_factory):
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def body_mesh_cache(tmp_path_factory) -> Path:
+    """Generated body meshes go to a folder of this test session, not the user's cache."""
+    folder = tmp_path_factory.mktemp("body-mesh-cache")
+    os.environ["PFNN_CACHE_DIR"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def bvh_dir() -> Path:
     return BVH_DIR

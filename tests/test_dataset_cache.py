@@ -15,6 +15,7 @@ import torch
 from pfnn_core import bvh, dataset_cache, features
 from pfnn_core import train as train_module
 from pfnn_core.features import FeatureLayout, ModelLayout, TrainingData, build_training_data
+from pfnn_core.labels import LabelRule
 
 from test_train import synthetic_data
 
@@ -66,6 +67,19 @@ def test_a_changed_file_or_setting_rebuilds(clip_folder, tmp_path):
     assert build_training_data(clip_folder, cache_dir=cache).summary["cache"] == "hit"
 
 
+def test_other_labels_rebuild(clip_folder, tmp_path):
+    """The key covers the clip labels (a labels.json in the data folder) and the labelling rule."""
+    cache = tmp_path / "cache"
+    first = build_training_data(clip_folder, cache_dir=cache)
+    assert first.styles == ["normal"]
+    assert build_training_data(clip_folder, cache_dir=cache, label_rule=LabelRule(kind="folder")).styles == ["clips"]
+    (clip_folder / "labels.json").write_text('{"aliases": {"normal": "neutral"}}')
+    relabelled = build_training_data(clip_folder, cache_dir=cache)
+    assert relabelled.summary["cache"] == "stored" and relabelled.styles == ["neutral"]
+    assert len(list(cache.iterdir())) == 3
+    assert build_training_data(clip_folder, cache_dir=cache).summary["cache"] == "hit"
+
+
 def test_the_key_covers_files_settings_and_fields(clip_folder):
     paths = sorted(clip_folder.iterdir())
     config = {"mirror": True, "version": 2}
@@ -75,10 +89,10 @@ def test_the_key_covers_files_settings_and_fields(clip_folder):
     assert dataset_cache.cache_key(paths[:2], config, TrainingData) != key
 
     @dataclass
-    class WithStyles(TrainingData):
-        style: np.ndarray = None
+    class WithMore(TrainingData):
+        terrain: np.ndarray = None
 
-    assert dataset_cache.cache_key(paths, config, WithStyles) != key  # a field added later never reads stale data
+    assert dataset_cache.cache_key(paths, config, WithMore) != key  # a field added later never reads stale data
 
 
 @dataclass
@@ -131,16 +145,28 @@ def test_default_cache_dir():
     assert dataset_cache.default_cache_dir({}) == Path.home() / ".cache" / "pfnn-viewer" / "datasets"
 
 
-def test_parallel_build_equals_the_serial_build(clip_folder):
-    serial = build_training_data(clip_folder, workers=1)
-    parallel = build_training_data(clip_folder, workers=2)
+def test_parallel_build_equals_the_serial_build(tmp_path, bvh_dir):
+    """Clips of three bundled folders and several styles (the bundled labels.json maps dataset 1's 'old'
+    onto 'elderly'): per-row styles, per-style statistics, floor and stance equal whether built in worker
+    processes or here."""
+    bundled = bvh_dir.parent
+    shutil.copy(bundled / "labels.json", tmp_path)
+    for folder, names in (("bandai-namco-ds2", CLIPS), ("bandai-namco-ds1", ["dataset-1_walk_old_001"]),
+                          ("bandai-namco-ds2-styles", ["dataset-2_walk_elderly_001"])):
+        (tmp_path / folder).mkdir()
+        for name in names:
+            shutil.copy(bundled / folder / f"{name}.bvh.gz", tmp_path / folder)
+    serial = build_training_data(tmp_path, workers=1)
+    parallel = build_training_data(tmp_path, workers=2)
     assert parallel.summary["workers"] == 2 and serial.summary["workers"] == 1
+    assert serial.styles == ["elderly", "normal"] and serial.style_stats["elderly"]["clips"] == 2
+    assert set(np.unique(serial.style[serial.standing])) == {0, 1}  # standing replicas shown as either style
     assert_same_data(serial, parallel)
     assert serial.summary["findings"] == parallel.summary["findings"]
 
 
 def test_rows_normalised_on_demand_equal_a_normalised_copy():
-    data = synthetic_data()
+    data = synthetic_data(styles=3)
     norm = features.normalisation(data)
     on_demand = train_module._to_device(data, norm, torch.device("cpu"), on_demand=True)
     copied = train_module._to_device(data, norm, torch.device("cpu"), on_demand=False)
@@ -150,6 +176,11 @@ def test_rows_normalised_on_demand_equal_a_normalised_copy():
     assert torch.equal(on_demand.y[3:9], copied.y[3:9])
     expected = (data.x[700] - norm[0]) / norm[1]
     np.testing.assert_allclose(on_demand.x[torch.tensor([700])][0].numpy(), expected, rtol=1e-6)
+    # the style input of a batch (or of one rank's share) is its rows' styles, one-hot
+    share, _ = train_module.distributed.rank_share(np.array([5, 700, 0, 181, 300, 95]), train_module.distributed.Context(1, 2))
+    for tensors in (on_demand, copied):
+        styles = train_module._style_of(tensors, torch.as_tensor(share))
+        assert torch.equal(styles, torch.nn.functional.one_hot(torch.as_tensor(data.style[share]), 3).float())
 
 
 def test_chunked_normalisation_equals_numpy():

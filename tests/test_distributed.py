@@ -1,6 +1,7 @@
 """Distributed training on the CPU: two gloo processes on small data against one process.
 
-- The same seed, data and global batch reach validation losses within 2% of the one-process run.
+- The same seed, data (two styles) and global batch reach validation losses within 2% of the one-process
+  run; every rank trains each batch at the same RBF beta.
 - A stop request seen by one rank only stops both at the same batch; rank 0 saves every rank's random
   state; resuming with two processes finishes exactly the uninterrupted two-process run.
 - Only rank 0 writes checkpoints; the checkpoint records the world size.
@@ -67,7 +68,10 @@ def _rank_main(rank: int, world_size: int, port: int, out: str, config_values: d
         return real_save(path, *args, **kwargs)
 
     train_module.save_checkpoint = recording_save
-    data = synthetic_data()
+    betas = []
+    real_beta = train_module.batch_beta
+    train_module.batch_beta = lambda config, step: betas.append(real_beta(config, step)) or betas[-1]
+    data = synthetic_data(styles=2)
     out = Path(out)
     config = TrainConfig(**config_values)
 
@@ -85,7 +89,7 @@ def _rank_main(rank: int, world_size: int, port: int, out: str, config_values: d
     uneven = train(replace(config, out=str(out / "uneven" / "m.safetensors"), batch_size=179, epochs=1), data=data)
     report = {"rank": context.rank, "world_size": context.world_size, "full": losses(full),
               "stopped": {**losses(stopped), "saved_epoch": saved_run["epoch"], "saved_batch": saved_run["batch"]},
-              "resumed": losses(resumed), "uneven": losses(uneven), "written": written}
+              "resumed": losses(resumed), "uneven": losses(uneven), "written": written, "betas": betas}
     (out / f"rank{rank}.json").write_text(json.dumps(report))
     distributed.shutdown(context)
 
@@ -116,9 +120,10 @@ def two_process_run(tmp_path_factory):
 
 def test_two_processes_reach_the_one_process_validation_loss(two_process_run, tmp_path):
     config, out, ranks = two_process_run
-    single = train(replace(config, out=str(tmp_path / "single.safetensors")), data=synthetic_data())
+    single = train(replace(config, out=str(tmp_path / "single.safetensors")), data=synthetic_data(styles=2))
     distributed_val = ranks[0]["full"]["val"]
     assert ranks[1]["full"]["val"] == distributed_val  # reduced over ranks: every rank sees the same numbers
+    assert ranks[0]["betas"] == ranks[1]["betas"] and len(set(ranks[0]["betas"])) > 10  # one beta per step, shared
     assert len(distributed_val) == len(single.val_losses) == 3
     assert distributed_val[-1] < 0.8 * distributed_val[0]  # it learned
     np.testing.assert_allclose(distributed_val, single.val_losses, rtol=0.02)

@@ -24,9 +24,10 @@ def test_drive_writes_a_bvh_the_loader_reads_back_and_the_exact_log(random_check
     assert result.joint_positions.shape == (ticks, 22, 3)
     with open(tmp_path / "log.csv", newline="") as stream:
         rows = list(csv.reader(stream))
-    assert rows[0] == "t,cmd_vx,cmd_vz,cmd_face_x,cmd_face_z,root_x,root_z,root_yaw,phase,contact_left,contact_right,tick_ms,infer_ms".split(",")
-    assert tuple(rows[0]) == LOG_COLUMNS and len(rows) == ticks + 1
-    table = np.array(rows[1:], dtype=float)
+    assert rows[0] == "t,cmd_vx,cmd_vz,cmd_face_x,cmd_face_z,root_x,root_z,root_yaw,phase,contact_left,contact_right,tick_ms,infer_ms,style".split(",")
+    assert tuple(rows[0][:-1]) == LOG_COLUMNS and len(rows) == ticks + 1
+    assert {row[-1] for row in rows[1:]} == {""}  # a model without styles has no style name
+    table = np.array([row[:-1] for row in rows[1:]], dtype=float)
     np.testing.assert_allclose(table[:, 0], np.arange(ticks) / 60, atol=1e-6)
     # Commanded velocity before smoothing; facing only while strafing.
     at = {name: table[:, i] for i, name in enumerate(LOG_COLUMNS)}
@@ -89,3 +90,61 @@ def test_example_scripts_parse():
     for path in paths:
         script = load_script(path)
         assert script.duration > 0 and script.segments
+
+
+def test_sticks_a_hair_longer_than_one_from_rounding_are_normalised():
+    script = parse_script({"segments": [{"duration": 1, "move": [0.3827, 0.9239]},
+                                        {"duration": 1, "move": [0.7071, 0.7071], "face": [0.0, 2.0]}]})
+    assert np.hypot(*script.segments[0].move) == pytest.approx(1.0, abs=1e-12)
+    assert script.segments[0].move[0] == pytest.approx(0.3827 / np.hypot(0.3827, 0.9239))
+    assert script.segments[1].face == (0.0, 2.0)  # a facing is a direction: its length is not limited
+    with pytest.raises(ScriptError, match="length <= 1"):
+        parse_script({"segments": [{"duration": 1, "move": [0.6, 0.802]}]})  # length 1.0016
+    parse_script({"segments": [{"duration": 1, "move": [0.6, 0.8007]}]})  # length 1.0006: rounding
+
+
+def test_cli_settings_are_validated_and_applied(tmp_path, capsys, random_checkpoint):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"segments": [{"duration": 0.2, "move": [0, 1]}]}))
+    base = ["--script", str(good), "--out", str(tmp_path / "o"), "--model", str(random_checkpoint), "--device", "cpu"]
+    assert main(base + ["--set", "betta=3"]) == 2
+    assert "unknown setting 'betta'; known settings: beta" in capsys.readouterr().err
+    assert main(base + ["--set", "contact_threshold=2"]) == 2
+    assert "contact_threshold: 2 is outside its range 0.05..0.99" in capsys.readouterr().err
+    assert main(base + ["--set", "drift_window"]) == 2
+    assert "expected NAME=VALUE" in capsys.readouterr().err
+    assert main(base + ["--set", "beta=64", "--set", "foot_locking=false", "--threads", "1"]) == 0
+    assert "beta=64 is outside this model's range 4..16; using 16" in capsys.readouterr().err
+
+
+def test_settings_change_the_drive(random_checkpoint):
+    checkpoint = load_checkpoint(random_checkpoint)
+    from pfnn_core.drive import settings_from_arguments
+
+    settings, notes = settings_from_arguments(["root_motion_from_command=1", "walk_speed=0.5"], checkpoint)
+    assert not notes
+    result = run_drive({"segments": [{"duration": 2.0, "move": [0, 1]}]}, checkpoint, settings=settings, device="cpu")
+    speed = np.diff(result.log["root_z"][-30:]).mean() * 60
+    assert speed == pytest.approx(0.5, rel=0.05)
+
+
+def test_a_crowd_runs_the_script_with_offsets_and_writes_one_bvh_each(random_checkpoint, tmp_path):
+    from pfnn_core.drive import crowd_offsets
+
+    np.testing.assert_allclose(crowd_offsets(5), [[0, 0], [1.6, 0], [3.2, 0], [0, 1.6], [1.6, 1.6]])
+    checkpoint = load_checkpoint(random_checkpoint)
+    script = {"segments": [{"duration": 0.5, "move": [0, 1]}]}
+    single = run_drive(script, checkpoint, device="cpu")
+    crowd = run_drive(script, checkpoint, tmp_path, device="cpu", crowd=5, crowd_bvh=True)
+    files = crowd.files["crowd"]
+    assert len(files) == 5 and all(f.is_file() for f in files)
+    np.testing.assert_allclose(crowd.joint_positions, single.joint_positions, atol=1e-4)  # the first is the same
+    for index in (0, 4):
+        loaded = bvh.load(files[index]).global_positions()
+        offset = np.array([crowd.crowd_offsets[index][0], 0.0, crowd.crowd_offsets[index][1]])
+        np.testing.assert_allclose(loaded - offset, single.joint_positions, atol=2e-3)  # same motion, moved
+    assert main(["--script", str(ROOT / "scripts" / "drives" / "idle.json"), "--out", str(tmp_path / "c"),
+                 "--model", str(random_checkpoint), "--device", "cpu", "--crowd", "3"]) == 0
+    assert (tmp_path / "c" / "motion.bvh").is_file() and not (tmp_path / "c" / "crowd").exists()
+    assert main(["--script", str(ROOT / "scripts" / "drives" / "idle.json"), "--out", str(tmp_path / "c"),
+                 "--model", str(random_checkpoint), "--crowd", "0"]) == 2

@@ -53,10 +53,13 @@ def test_layout_json_round_trip():
 
 
 def test_gait_labels():
-    labels = gait_from_speed(np.array([0.0, 0.3, 1.2, 1.5, 2.2, 3.5]))
+    labels = gait_from_speed(np.array([0.0, 0.1, 0.5, 1.2, 1.5, 2.2, 3.5]))
     np.testing.assert_allclose(labels.sum(-1), 1.0)
-    assert labels[0, 0] == 1 and labels[1, 0] == 1 and labels[2, 1] == 1 and labels[3, 1] == 1
-    assert labels[4, 2] == 1 and labels[5, 2] == 1
+    assert labels[0, 0] == 1 and labels[1, 0] == 1 and labels[2, 1] == 1 and labels[3, 1] == 1 and labels[4, 1] == 1
+    assert labels[5, 2] == 1 and labels[6, 2] == 1
+    # with a run flag (content labels) the speed only decides standing: an elderly run at 1.4 m/s is a run
+    np.testing.assert_allclose(gait_from_speed(np.array([0.0, 1.4, 1.4]), np.array([1.0, 1.0, 0.0])),
+                               [[1, 0, 0], [0, 0, 1], [0, 1, 0]], atol=1e-12)
     assert np.all(np.diff(gait_from_speed(np.linspace(0, 4, 100))[:, 2]) >= 0)
 
 
@@ -200,3 +203,16 @@ def test_hip_line_skips_side_joints_sitting_on_the_hips():
     walk = np.repeat(positions[None], 10, axis=0)
     facing = features.facing_directions(walk, names, parents, dt=1 / 60)
     np.testing.assert_allclose(facing, np.tile([0.0, 1.0], (10, 1)), atol=1e-9)
+
+
+def test_floor_heights_are_the_median_height_over_labelled_contacts():
+    heights = np.zeros((30, 3))
+    heights[:, 0], heights[:, 1], heights[:, 2] = 0.117, np.linspace(0.04, 0.3, 30), 0.2
+    contacts = np.zeros((30, 3), bool)
+    contacts[:, 0], contacts[:10, 1] = True, True
+    other = (np.full((4, 3), 0.05), np.ones((4, 3), bool))  # a second clip, pooled frame by frame
+    floor = features.floor_heights([(heights, contacts)])
+    assert floor[0] == pytest.approx(0.117) and floor[1] == pytest.approx(np.median(heights[:10, 1]))
+    assert np.isnan(floor[2])  # never in contact: no level
+    pooled = features.floor_heights([(heights, contacts), other])
+    assert pooled[1] == pytest.approx(np.median(np.r_[heights[:10, 1], [0.05] * 4])) and pooled[2] == pytest.approx(0.05)

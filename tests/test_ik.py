@@ -62,6 +62,37 @@ def test_straight_leg_bends_toward_the_pole():
     np.testing.assert_allclose(solved.ankle_pos, [0.0, 0.3, 0.0], atol=1e-6)
 
 
+@pytest.mark.parametrize("behind_mm, side_mm", [(2.0, 0.0), (0.5, 0.0), (2.0, 1.5), (30.0, 0.0), (0.0, 0.0)])
+def test_a_leg_bent_slightly_backwards_bends_forward_toward_the_pole(behind_mm, side_mm):
+    """The knee a few millimetres behind the hip-ankle line (hyperextended) must come out in front when
+    the leg bends; a knee sideways of the line keeps its side."""
+    hip = np.array([0.0, 1.0, 0.0])
+    ankle = np.array([0.0, 0.1, 0.0])
+    knee = np.array([side_mm / 1000.0, 0.55, -behind_mm / 1000.0])  # -Z is behind (the pole is +Z)
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    target = np.array([0.0, 0.3, 0.05])
+    solved = two_bone_ik(hip, knee, ankle, identity, identity, target, [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(solved.ankle_pos, target, atol=1e-6)
+    line = (solved.ankle_pos - hip) / np.linalg.norm(solved.ankle_pos - hip)
+    offset = (solved.knee_pos - hip) - np.dot(solved.knee_pos - hip, line) * line
+    assert offset[2] > 0.1  # well in front of the hip-ankle line
+    assert np.linalg.norm(solved.knee_pos - hip) == pytest.approx(np.linalg.norm(knee - hip), abs=1e-9)
+    if side_mm:
+        assert offset[0] > 0.0
+
+
+def test_a_forward_bent_leg_keeps_its_plane():
+    """A normally bent knee (forward, and 10 degrees out to the side) bends further in its own plane."""
+    hip, ankle = np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.15, 0.0])
+    knee = np.array([0.02, 0.58, 0.12])
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    target = np.array([0.0, 0.4, 0.0])
+    solved = two_bone_ik(hip, knee, ankle, identity, identity, target, [0.0, 0.0, 1.0])
+    before = np.cross(knee - hip, ankle - hip)
+    after = np.cross(solved.knee_pos - hip, solved.ankle_pos - hip)
+    np.testing.assert_allclose(after / np.linalg.norm(after), before / np.linalg.norm(before), atol=1e-9)
+
+
 def test_fade_weight_halves_the_gap_per_halflife():
     assert fade_weight(0.0, 1.0, halflife=0.1, dt=0.1) == pytest.approx(0.5)
     assert fade_weight(1.0, 0.0, halflife=0.1, dt=0.2) == pytest.approx(0.25)

@@ -71,3 +71,22 @@ def test_contacts_option_adds_phase_columns_and_plots(tmp_path, capsys):
     cycle = int(row.split()[-3])
     assert 60 <= cycle <= 72
     assert (tmp_path / f"{walk.stem}_contacts_phase.png").stat().st_size > 10_000
+
+
+def test_minutes_per_style_and_content_with_warnings(tmp_path, capsys):
+    folder = Path(__file__).resolve().parents[1] / "assets" / "bvh"
+    names = ["bandai-namco-ds2/dataset-2_walk_normal_001.bvh.gz", "bandai-namco-ds2/dataset-2_run_normal_001.bvh.gz",
+             "bandai-namco-ds2-styles/dataset-2_walk_elderly_001.bvh.gz",
+             "bandai-namco-ds1/dataset-1_walk-left_old_001.bvh.gz"]
+    for name in names:
+        shutil.copy(folder / name, tmp_path / Path(name).name)
+    shutil.copy(folder / "labels.json", tmp_path / "labels.json")  # old -> elderly
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("minutes per style and content"):]
+    header, _, *lines = table.splitlines()[1:5]
+    assert header.split() == ["style", "run", "walk", "walk-left", "total_min"]
+    elderly = next(line for line in lines if line.startswith("elderly")).split()
+    walk = bvh.load(folder / names[2]).duration + 0.0
+    assert float(elderly[2]) == pytest.approx(walk / 60.0, abs=0.06) and float(elderly[3]) > 0  # the old clip joined
+    assert "WARNING style 'normal' has only" in out and "WARNING content 'walk-left' is missing in style(s) normal" in out

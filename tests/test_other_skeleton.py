@@ -225,15 +225,17 @@ def test_drive_writes_bvh_on_the_other_skeleton(trained, skeleton_sets, kind, tm
 
 @pytest.mark.parametrize("kind", list(SKELETONS))
 def test_quick_evaluation_finds_the_training_clips_by_itself(trained, kind, tmp_path, capsys):
-    from pfnn_core import evaluate
+    from pfnn_core.evaluation import cli
 
-    assert evaluate.main(["--model", str(trained[kind]), "--out", str(tmp_path), "--quick"]) == 0
+    assert cli.main(["--model", str(trained[kind]), "--out", str(tmp_path), "--quick",
+                     "--drives", "walk_start", "run_walk_stop"]) == 0
     report = (tmp_path / "report.md").read_text()
     assert kind in report  # the mocap reference came from the model's own training folder
     import json
-    rows = {row["measure"]: row for row in json.loads((tmp_path / "results.json").read_text())["rows"]}
-    assert rows["phase consistency (worst clip)"]["value"] is not None  # a held-out clip was rolled out
-    assert rows["joint jerk (mean)"]["reference"] > 0
+    rows = {(row["measure"], row["subject"]): row for row in json.loads((tmp_path / "results.json").read_text())["rows"]}
+    assert isinstance(rows[("contacts: F1 against the labels", "network")]["value"], float)  # a clip was rolled out
+    assert rows[("joint jerk (mean)", "runtime")]["reference"] > 0
+    assert "floor levels stored in the checkpoint" in report  # this rig's own capture floor, from training
 
 
 def test_a_skeleton_without_recognisable_feet_is_refused_naming_file_and_names(skeleton_sets, tmp_path, capsys):

@@ -1,4 +1,5 @@
 import dataclasses
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -6,185 +7,17 @@ import pytest
 import torch
 
 from pfnn_core import features
-from pfnn_core.checkpoint import load_checkpoint
-from pfnn_core.controller import command_from_world_move, stand_command
+from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.controller import CommandBatch, command_from_world_move, stand_command
 from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.quat import quat_from_6d, quat_from_yaw, quat_to_yaw
-from pfnn_core.quat import quat_from_angle_axis, quat_from_matrix, quat_to_matrix
-from pfnn_core.runtime import (HALFLIFE_TO_RATE, Character, advance_phase_by_network, advance_phase_by_speed,
-                               chain_matrix, correct_drift, drift_mean, fit_rotations_to_positions, matrices_between,
-                               matrices_from_6d, yaw_matrices,
-                               forward_kinematics_global, local_pose, push_drift_error, rotation_fit,
-                               speed_warp, spring_angle_update, spring_velocity_update, stand_amount,
-                               trajectory_blend_weights)
+from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.quat import quat_from_yaw, quat_to_yaw
+from pfnn_core.runtime import Character, local_pose, placed, step
 from pfnn_core.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
-
-
-# --- springs ------------------------------------------------------------------------------------
-
-
-def test_halflife_constant_solves_half_gap():
-    u = HALFLIFE_TO_RATE
-    assert np.exp(-u) * (1 + u) == pytest.approx(0.5, abs=1e-12)
-
-
-@pytest.mark.parametrize("halflife", [0.1, 0.27, 0.8])
-def test_velocity_spring_closes_half_the_gap_after_one_halflife(halflife):
-    goal = np.array([1.5, -0.5])
-    _, velocity, _ = spring_velocity_update(np.zeros(2), np.zeros(2), np.zeros(2), goal, halflife, halflife)
-    np.testing.assert_allclose(velocity, 0.5 * goal, atol=1e-12)
-    # Ticking at 60 Hz gives the same answer as one exact jump (the update is exact, not Euler).
-    position, velocity, acceleration = np.zeros(2), np.zeros(2), np.zeros(2)
-    for _ in range(60):
-        position, velocity, acceleration = spring_velocity_update(position, velocity, acceleration, goal, halflife, DT)
-    exact = spring_velocity_update(np.zeros(2), np.zeros(2), np.zeros(2), goal, halflife, 1.0)
-    np.testing.assert_allclose(position, exact[0], atol=1e-9)
-    np.testing.assert_allclose(velocity, exact[1], atol=1e-9)
-    # Converges to the goal; the position integrates the velocity (compare with a fine Riemann sum).
-    far = spring_velocity_update(np.zeros(2), np.zeros(2), np.zeros(2), goal, halflife, 30 * halflife)
-    np.testing.assert_allclose(far[1], goal, atol=1e-9)
-    times = np.linspace(0.0, 1.0, 20001)
-    _, v, _ = spring_velocity_update(np.zeros(2), np.zeros(2), np.zeros(2), goal, halflife, times[:, None])
-    np.testing.assert_allclose(exact[0], np.trapezoid(v, times, axis=0), atol=1e-6)
-
-
-def test_angle_spring_turns_the_short_way_and_halves_the_gap():
-    start, goal = np.radians(170.0), np.radians(-170.0)  # 20 degrees apart across the seam
-    angle, _ = spring_angle_update(start, 0.0, goal, 0.3, 0.3)
-    assert np.degrees(angle) == pytest.approx(180.0, abs=1e-9)
-    angle, velocity = spring_angle_update(start, 0.0, goal, 0.3, 10.0)
-    assert np.cos(angle - goal) == pytest.approx(1.0) and abs(velocity) < 1e-9
-
-
-def test_trajectory_blend_weights():
-    np.testing.assert_allclose(trajectory_blend_weights(4, 1.0), [0.25, 0.5, 0.75, 1.0])
-    weights = trajectory_blend_weights(6, np.array([0.5, 2.0]))
-    assert weights.shape == (2, 6)
-    np.testing.assert_allclose(weights[:, -1], 1.0)
-    np.testing.assert_allclose(weights[1, 2], 1 - 0.5 ** 2)
-    assert np.all(weights[0] <= weights[1])  # bias 2 follows the command sooner than bias 0.5
-
-
-# --- drift correction ----------------------------------------------------------------------------
-
-
-def run_drift(commanded, predicted, window, ticks):
-    history, count = np.zeros((1, 600, 3)), 0
-    corrected = []
-    for _ in range(ticks):
-        history, count = push_drift_error(history, count, predicted - commanded)
-        corrected.append(correct_drift(predicted, drift_mean(history, count, window)))
-    return np.array(corrected)
-
-
-def test_drift_correction_leaves_a_constant_commanded_motion_intact():
-    commanded = np.array([[1.1, 0.4, 0.2]])
-    corrected = run_drift(commanded, commanded.copy(), window=60, ticks=200)
-    np.testing.assert_allclose(corrected, np.broadcast_to(commanded, corrected.shape), atol=1e-12)
-
-
-def test_drift_correction_removes_a_constant_injected_bias():
-    commanded = np.array([[1.1, 0.4, 0.2]])
-    bias = np.array([[0.05, -0.03, 0.01]])
-    corrected = run_drift(commanded, commanded + bias, window=60, ticks=200)
-    np.testing.assert_allclose(corrected[-1], commanded, atol=1e-12)
-    # With the correction off the bias stays.
-    off = run_drift(commanded, commanded + bias, window=0, ticks=5)
-    np.testing.assert_allclose(off[-1], commanded + bias)
-
-
-def test_drift_mean_uses_only_the_last_window_entries_of_the_ring():
-    history, count = np.zeros((1, 4, 1)), 0
-    for value in range(10):
-        history, count = push_drift_error(history, count, np.array([[float(value)]]))
-    assert drift_mean(history, count, 2)[0, 0] == pytest.approx(8.5)
-    assert drift_mean(history, count, 100)[0, 0] == pytest.approx(7.5)  # capped by the ring length
-
-
-# --- phase and stand ------------------------------------------------------------------------------
-
-
-def test_speed_based_phase_stops_at_zero_speed_and_follows_the_stride():
-    stride = {"speed": [1.0, 3.0], "stride_length": [1.2, 2.4]}
-    phase = np.array([0.3, 0.3, 0.95])
-    advanced = advance_phase_by_speed(phase, np.array([0.0, 1.0, 3.0]), stride, DT)
-    assert advanced[0] == 0.3
-    assert advanced[1] == pytest.approx(0.3 + 1.0 / 1.2 * DT)
-    assert advanced[2] == pytest.approx((0.95 + 3.0 / 2.4 * DT) % 1.0)
-    # One stride length walked = one full cycle.
-    p = np.zeros(1)
-    for _ in range(72):
-        p = advance_phase_by_speed(p, np.array([1.0]), stride, DT)
-    assert p[0] == pytest.approx(0.0, abs=1e-9) or p[0] == pytest.approx(1.0, abs=1e-9)
-
-
-def test_speed_based_phase_can_step_with_the_stride_of_another_speed():
-    stride = {"speed": [1.0, 3.0], "stride_length": [1.2, 2.4]}
-    # 0.5 m/s walked with the 1.0 m/s stride (1.2 m per cycle); below the table the stride is its first.
-    assert advance_phase_by_speed(np.zeros(1), np.array([0.5]), stride, DT, np.array([2.0]))[0] == pytest.approx(0.5 / 1.8 * DT)
-    assert advance_phase_by_speed(np.zeros(1), np.array([0.5]), stride, DT)[0] == pytest.approx(0.5 / 1.2 * DT)
-
-
-def test_speed_warp_shows_slow_walks_as_the_slowest_walk_within_its_limit():
-    np.testing.assert_allclose(speed_warp([0.0, 0.2, 0.45, 0.9, 2.0], 0.9, 3.0), [3.0, 3.0, 2.0, 1.0, 1.0])
-    np.testing.assert_allclose(speed_warp([0.0, 0.45], 0.0, 3.0), [1.0, 1.0])  # off
-    np.testing.assert_allclose(speed_warp([0.45], 0.9, 0.5), [1.0])  # a limit below 1 never slows the view
-
-
-def test_network_phase_scales_with_dt_and_move_amount():
-    assert advance_phase_by_network(np.array([0.1]), np.array([0.02]), 1.0, DT, 60)[0] == pytest.approx(0.12)
-    assert advance_phase_by_network(np.array([0.1]), np.array([0.02]), 0.1, 2 * DT, 60)[0] == pytest.approx(0.104)
-
-
-def test_stand_amount():
-    np.testing.assert_allclose(stand_amount([0.0, 0.1, 0.2, 1.0], 0.2), [1.0, 0.5, 0.0, 0.0])
-    np.testing.assert_allclose(stand_amount([0.0, 0.1], 0.0), [1.0, 0.0])
-
-
-# --- skeleton -------------------------------------------------------------------------------------
-
-
-def test_forward_kinematics_from_global_rotations_matches_the_motion(walk_motion):
-    global_rot, global_pos = forward_kinematics(walk_motion.rotations[:20], walk_motion.positions[:20],
-                                                walk_motion.parents)
-    hips = 1
-    positions, _ = forward_kinematics_global(global_rot, global_pos[:, hips], walk_motion.offsets,
-                                             walk_motion.parents, hips)
-    np.testing.assert_allclose(positions[:, 1:], global_pos[:, 1:], atol=1e-5)  # channels vs OFFSET rounding
-
-
-def test_rotations_fitted_to_positions_reproduce_the_positions(walk_motion):
-    """Start from wrong rotations; after the fit, forward kinematics lands every joint on the mocap's."""
-    _, global_pos = forward_kinematics(walk_motion.rotations[:5], walk_motion.positions[:5], walk_motion.parents)
-    offsets = walk_motion.positions[0]  # the clip's constant channel values: its exact bone vectors
-    rng = np.random.default_rng(1)
-    wrong = quat_from_angle_axis(rng.uniform(-3, 3, (5, 22)), rng.normal(size=(5, 22, 3)))
-    hips = 1
-    fitted = fit_rotations_to_positions(quat_to_matrix(wrong), global_pos, offsets,
-                                        rotation_fit(walk_motion.parents, hips))
-    positions, _ = forward_kinematics_global(quat_from_matrix(fitted), global_pos[:, hips], offsets, walk_motion.parents, hips,
-                                             chain=chain_matrix(walk_motion.parents, hips))
-    np.testing.assert_allclose(positions[:, 1:], global_pos[:, 1:], atol=1e-6)
-
-
-def test_matrix_helpers_agree_with_the_quaternion_module():
-    rng = np.random.default_rng(2)
-    r6 = rng.normal(size=(5, 6))
-    np.testing.assert_allclose(matrices_from_6d(r6), quat_to_matrix(quat_from_6d(r6)), atol=1e-9)
-    yaw = rng.uniform(-3, 3, 5)
-    np.testing.assert_allclose(yaw_matrices(yaw), quat_to_matrix(quat_from_yaw(yaw)), atol=1e-12)
-    u, v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
-    u[0] = -v[0]  # the opposite case
-    turned = np.einsum("nij,nj->ni", matrices_between(u, v), u)
-    np.testing.assert_allclose(turned / np.linalg.norm(turned, axis=-1, keepdims=True),
-                               v / np.linalg.norm(v, axis=-1, keepdims=True), atol=1e-9)
-    np.testing.assert_allclose(np.linalg.det(matrices_between(u, v)), 1.0, atol=1e-9)
-
-
-# --- the tick ---------------------------------------------------------------------------------------
+shipped = pytest.mark.skipif(not DEFAULT_MODEL.exists(), reason="shipped model not present")
 
 
 def drive(character, commands, ticks):
@@ -215,6 +48,9 @@ def test_walking_moves_along_the_command_and_advances_phase(random_checkpoint):
     assert state.timings["tick_ms"] > 0 and state.timings["infer_ms"] > 0
     assert state.world_joint_pos.shape == (1, 22, 3) and np.isfinite(state.world_joint_pos).all()
     np.testing.assert_allclose(np.linalg.norm(state.world_joint_rot, axis=-1), 1.0, atol=1e-9)
+    # the trajectory history holds the last second of root positions, newest last
+    np.testing.assert_allclose(state.traj_past_pos[0, -1], state.root_pos[0])
+    assert state.traj_past_pos.shape == (1, 61, 3) and np.all(np.diff(state.traj_past_pos[0, :, 0]) > 0)
 
 
 def test_scripted_runs_are_deterministic_and_batching_matches_single(random_checkpoint):
@@ -227,11 +63,23 @@ def test_scripted_runs_are_deterministic_and_batching_matches_single(random_chec
         runs.append(drive(character, commands(character.settings), 90))
     for name in ("root_pos", "root_rot", "phase", "world_joint_pos", "world_joint_rot", "contacts"):
         np.testing.assert_array_equal(getattr(runs[0], name), getattr(runs[1], name))
-    batched = Character(load_checkpoint(random_checkpoint), batch=3)
+    batched = Character(load_checkpoint(random_checkpoint), batch=3, positions=[[0, 0], [5, 0], [0, 5]])
     make = commands(batched.settings)
-    state = drive(batched, lambda i: [make(i)] * 3, 90)
-    for b in range(3):
-        np.testing.assert_allclose(state.world_joint_pos[b], runs[0].world_joint_pos[0], atol=1e-4)
+    state = drive(batched, lambda i: CommandBatch.of([make(i)] * 3, 3), 90)
+    for b, offset in enumerate(([0, 0, 0], [5, 0, 0], [0, 0, 5])):
+        np.testing.assert_allclose(state.world_joint_pos[b] - offset, runs[0].world_joint_pos[0], atol=1e-4)
+
+
+def test_stepping_one_state_twice_gives_the_same_tick(random_checkpoint):
+    character = Character(load_checkpoint(random_checkpoint))
+    walk = command_from_world_move([0.0, 1.0], False, character.settings)
+    state = drive(character, walk, 10)
+    first = step(state, walk, character.settings, DT, character.network)
+    other = step(state, stand_command(), character.settings, DT, character.network)  # a branch
+    again = step(state, walk, character.settings, DT, character.network)
+    for name in ("world_joint_pos", "traj_past_pos", "root_pos"):
+        np.testing.assert_array_equal(getattr(first, name), getattr(again, name))
+    assert not np.array_equal(first.traj_past_pos, other.traj_past_pos)
 
 
 def test_torch_and_numpy_paths_agree(random_checkpoint):
@@ -243,11 +91,16 @@ def test_torch_and_numpy_paths_agree(random_checkpoint):
     np.testing.assert_allclose(states[0].root_pos, states[1].root_pos, atol=1e-4)
 
 
-def test_beta_change_reaches_the_model_next_tick(random_checkpoint):
+def test_beta_change_reaches_the_model_next_tick_within_the_models_range(random_checkpoint):
     character = Character(load_checkpoint(random_checkpoint), device="cpu", path="numpy")
-    character.settings.beta = 3.5
+    assert character.setting_limits["beta"] == (4.0, 16.0)  # trained at 8
+    character.settings.beta = 5.5
     character.tick(stand_command(), DT)
-    assert character.network.numpy_model.beta == 3.5 and character.network.model.beta == 3.5
+    assert character.network.folded.beta == 5.5 and character.network.model.beta == 5.5
+    character.settings.beta = 64.0
+    character.tick(stand_command(), DT)
+    assert character.settings.beta == 16.0 and character.network.model.beta == 16.0
+    assert any("beta" in message and "16" in message for message in character.take_messages())
 
 
 def test_foot_locking_pins_a_planted_foot(random_checkpoint):
@@ -287,6 +140,25 @@ def test_reset_and_swap_model_keep_the_character_in_place(random_checkpoint):
     np.testing.assert_allclose(character.state.root_rot, quat_from_yaw([np.pi / 2]), atol=1e-12)
 
 
+def test_a_settled_state_moved_elsewhere_equals_settling_there(random_checkpoint):
+    checkpoint = load_checkpoint(random_checkpoint)
+    here = Character(checkpoint)
+    there = placed(here.state, [[3.0, -2.0]], [2.0])
+    np.testing.assert_allclose(there.world_joint_pos, here.state.world_joint_pos @ np.array(
+        [[np.cos(2.0), 0, -np.sin(2.0)], [0, 1, 0], [np.sin(2.0), 0, np.cos(2.0)]]) + [3.0, 0.0, -2.0], atol=1e-12)
+    np.testing.assert_allclose(quat_to_yaw(there.root_rot), [2.0])
+    # Both then walk the same way relative to their own facing.
+    command = command_from_world_move([0.0, 1.0], False, here.settings)
+    turned = command_from_world_move([np.sin(2.0), np.cos(2.0)], False, here.settings)
+    state_a, state_b = here.state, there
+    for _ in range(30):
+        state_a = step(state_a, command, here.settings, DT, here.network)
+        state_b = step(state_b, turned, here.settings, DT, here.network)
+    local_a = (state_a.world_joint_pos - state_a.root_pos[:, None]) @ np.array(
+        [[np.cos(2.0), 0, -np.sin(2.0)], [0, 1, 0], [np.sin(2.0), 0, np.cos(2.0)]])
+    np.testing.assert_allclose(local_a, state_b.world_joint_pos - state_b.root_pos[:, None], atol=1e-6)
+
+
 def test_never_varying_input_features_are_held_at_their_training_value(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
     network = Character(checkpoint, settle_ticks=0, device="cpu", path="numpy").network
@@ -300,6 +172,128 @@ def test_never_varying_input_features_are_held_at_their_training_value(random_ch
     np.testing.assert_allclose(y[0], y[1], atol=1e-6)
 
 
+def test_the_bare_network_preset_moves_the_root_by_the_networks_own_prediction(random_checkpoint):
+    checkpoint = load_checkpoint(random_checkpoint)
+    settings = RuntimeSettings.bare_network(checkpoint.meta, checkpoint.config)
+    character = Character(checkpoint, settings)
+    command = command_from_world_move([0.4, 0.9], False, settings)
+    state = drive(character, command, 20)
+    yaw, root, phase = quat_to_yaw(state.root_rot)[0], state.root_pos[0].copy(), state.phase.copy()
+    predict, outputs = character.network.predict, []
+
+    def recorded(*args, **kwargs):
+        outputs.append(predict(*args, **kwargs))
+        return outputs[-1]
+
+    character.network.predict = recorded
+    new = character.tick(command, DT)
+    y = character.network.y_layout.unpack(outputs[0])
+    local = y["root_vel"][0]
+    world = np.array([np.cos(yaw) * local[0] + np.sin(yaw) * local[1], -np.sin(yaw) * local[0] + np.cos(yaw) * local[1]])
+    np.testing.assert_allclose(new.root_vel[0], world, atol=1e-12)
+    np.testing.assert_allclose(new.root_pos[0], root + np.array([world[0], 0.0, world[1]]) * DT, atol=1e-12)
+    assert new.root_yaw_rate[0] == pytest.approx(y["root_yaw_rate"][0, 0], abs=1e-12)
+    assert quat_to_yaw(new.root_rot)[0] == pytest.approx(yaw + y["root_yaw_rate"][0, 0] * DT, abs=1e-9)
+    expected_phase = (phase + np.clip(y["dphase"][:, 0], 0.0, 0.5) * DT * 60.0) % 1.0
+    np.testing.assert_allclose(new.phase, expected_phase, atol=1e-12)
+    # No locks, IK, floor or smoothing: the fed-back pose is the network's own.
+    assert not new.lock_active.any() and np.all(new.lock_weight == 0.0)
+    np.testing.assert_array_equal(new.joint_pos, y["joint_pos"])
+
+
+def test_the_floor_comes_from_the_checkpoint_or_the_settled_pose_with_a_warning(walk_motion, tmp_path, caplog):
+    from tests.conftest import make_random_checkpoint
+
+    stored = make_random_checkpoint(walk_motion, tmp_path / "floor.safetensors",
+                                    extra_meta={"floor_heights": [0.117, 0.043, 0.118, 0.044]})
+    with caplog.at_level(logging.WARNING, logger="pfnn_core.runtime"):
+        character = Character(load_checkpoint(stored))
+    assert "floor_heights" not in caplog.text
+    np.testing.assert_allclose(character.network.floor_heights, [0.117, 0.043, 0.118, 0.044])
+    state = drive(character, command_from_world_move([0.0, 1.0], False, character.settings), 60)
+    heights = state.world_joint_pos[0, character.network.contact_joints, 1]
+    assert np.all(heights >= np.array([0.117, 0.043, 0.118, 0.044]) - 1e-3)
+
+    caplog.clear()
+    old = make_random_checkpoint(walk_motion, tmp_path / "old.safetensors")
+    with caplog.at_level(logging.WARNING, logger="pfnn_core.runtime"):
+        character = Character(load_checkpoint(old))
+    assert "no floor_heights" in caplog.text
+    settled = character.state.world_joint_pos[0, character.network.contact_joints, 1]
+    np.testing.assert_allclose(character.network.floor_heights, settled, atol=1e-9)
+
+
+def test_a_runaway_tick_resets_the_character_where_it_stood_and_is_reported(random_checkpoint):
+    character = Character(load_checkpoint(random_checkpoint), RuntimeSettings(root_motion_from_command=1.0),
+                          batch=2, positions=[[0.0, 0.0], [4.0, 0.0]])
+    walk = command_from_world_move([0.0, 1.0], False, character.settings)
+    drive(character, walk, 30)
+    where = character.state.root_pos.copy()
+    character.settings.traj_halflife_pos = 0.5
+    predict = character.network.predict
+
+    def broken(x, phase, style=None, mode="exact"):
+        y = predict(x, phase, style, mode)
+        y[1, :] = np.nan  # the second character's network output turns to NaN
+        return y
+
+    character.network.predict = broken
+    state = character.tick(walk, DT)
+    character.network.predict = predict
+    assert np.isfinite(state.world_joint_pos).all() and np.isfinite(state.joint_pos).all()
+    np.testing.assert_allclose(state.root_pos[1], where[1], atol=1e-12)  # back where it stood, standing
+    assert state.root_pos[0, 2] > where[0, 2]  # the other one walked on
+    fault = character.faults[-1]
+    assert fault.characters == [1] and "not finite" in fault.what
+    assert "traj_halflife_pos" in fault.message and "last changed" in fault.message
+    assert character.take_messages() and not character.take_messages()
+    state = drive(character, walk, 30)  # and it keeps running
+    assert np.isfinite(state.world_joint_pos).all() and state.root_pos[1, 2] > where[1, 2] + 0.05
+
+
+def test_a_runaway_root_speed_is_a_fault(random_checkpoint):
+    character = Character(load_checkpoint(random_checkpoint), RuntimeSettings(root_motion_from_command=0.0))
+    predict = character.network.predict
+    slice_ = character.network.y_layout.slice("root_vel")
+
+    def racing(x, phase, style=None, mode="exact"):
+        y = predict(x, phase, style, mode)
+        y[:, slice_] = 100.0
+        return y
+
+    character.network.predict = racing
+    state = character.tick(command_from_world_move([0.0, 1.0], False, character.settings), DT)
+    assert "root speed" in character.faults[-1].what and np.abs(state.root_pos).max() < 1e-6
+
+
+def test_style_weights_are_carried_per_character(walk_motion, random_checkpoint, tmp_path):
+    plain = Character(load_checkpoint(random_checkpoint), batch=2)
+    assert plain.state.style.shape == (2, 0)
+    with pytest.raises(ValueError, match="no style input"):
+        plain.set_style([1.0])
+
+    base = load_checkpoint(random_checkpoint)
+    torch.manual_seed(3)
+    model = PFNN(ModelConfig(**{**base.config.to_dict(), "num_styles": 2}))
+    with torch.no_grad():
+        for layer in model.layers:
+            layer.weight.normal_(0.0, 0.2)
+    path = save_checkpoint(tmp_path / "styles.safetensors", model, base.layout, base.norm,
+                           {**base.meta, "styles": {"names": ["elderly", "normal"], "stats": {}}})
+    character = Character(load_checkpoint(path), batch=2)
+    np.testing.assert_array_equal(character.state.style, [[0.0, 1.0], [0.0, 1.0]])  # "normal" by default
+    character.set_style("elderly")
+    np.testing.assert_array_equal(character.state.style, [[1.0, 0.0], [1.0, 0.0]])
+    assert character.style_name() == "elderly"
+    character.set_style([[1.0, 0.0], [0.25, 0.75]])
+    state = drive(character, stand_command(), 5)
+    np.testing.assert_array_equal(state.style, [[1.0, 0.0], [0.25, 0.75]])
+    assert np.abs(state.world_joint_pos[0] - state.world_joint_pos[1]).max() > 1e-3  # different styles, poses
+    for bad, message in (([0.5, 0.6], "sum to 1"), ("angry", "unknown style"), ([[1.0, 0.0, 0.0]], "shape")):
+        with pytest.raises(ValueError, match=message):
+            character.set_style(bad)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_and_cpu_give_the_same_motion(random_checkpoint):
     states = []
@@ -310,7 +304,7 @@ def test_cuda_and_cpu_give_the_same_motion(random_checkpoint):
     np.testing.assert_allclose(states[0].world_joint_pos, states[1].world_joint_pos, atol=1e-3)
 
 
-@pytest.mark.skipif(not DEFAULT_MODEL.exists(), reason="shipped model not present")
+@shipped
 def test_half_stick_walk_on_the_shipped_model_plants_its_feet():
     """The data has no slow walks; a half-stick walk must still plant its feet (issue 4): mean foot
     speed over contact frames (the network's contact output > threshold) below the mocap's 6.5 cm/s."""
@@ -330,3 +324,22 @@ def test_half_stick_walk_on_the_shipped_model_plants_its_feet():
     assert speed[both].mean() < 0.065
     root_speed = np.linalg.norm(np.diff(state.traj_past_pos[0, -31:, [0, 2]].T, axis=0), axis=-1).mean() / DT
     assert root_speed == pytest.approx(0.5 * settings.walk_speed, rel=0.1)
+
+
+@shipped
+@pytest.mark.parametrize("name, value", [("beta", "64"), ("drift_window", "0"), ("traj_halflife_pos", "2")])
+def test_extreme_settings_on_the_shipped_model_stay_finite_with_feet_on_the_floor(name, value):
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    character = Character(checkpoint, settings)
+    settings.assign(name, value)
+    floor = character.network.floor_heights
+    script = [([0.0, 1.0], False)] * 90 + [([1.0, 0.0], True)] * 90 + [([0.0, 0.0], False)] * 60
+    lowest = np.full(4, np.inf)
+    for move, run in script:
+        state = character.tick(command_from_world_move(move, run, settings), DT)
+        assert np.isfinite(state.world_joint_pos).all()
+        lowest = np.minimum(lowest, state.world_joint_pos[0, character.network.contact_joints, 1])
+    assert np.all(lowest >= floor - 1e-3)
+    assert np.abs(state.world_joint_pos[0, :, [0, 2]].T - state.root_pos[0, [0, 2]]).max() < 1.5
+    assert not character.faults

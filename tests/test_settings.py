@@ -56,3 +56,73 @@ def test_slow_walk_warp_defaults_sit_above_standing_and_below_the_walk():
     settings = RuntimeSettings()
     # a warped slow walk starts above the stand speed and ends at or below full-stick walking
     assert settings.stand_speed * settings.max_speed_warp < settings.slow_walk_speed <= settings.walk_speed
+
+
+META = {"gait_speeds": {"walk": 1.2, "run": 3.0}, "training": {"config": {"beta": 8.0, "phase_function": "rbf"}}}
+
+
+def test_fitting_to_a_model_narrows_beta_around_its_trained_value_and_clamps():
+    settings = RuntimeSettings(beta=50.0, run_speed=7.0)
+    changed = settings.fit_to_model(META)
+    assert settings.limits("beta") == (4.0, 16.0)
+    assert settings.limits("run_speed") == (0.5, 4.5)  # 1.5x the data's fastest gait
+    assert ("beta", 50.0, 16.0) in changed and settings.run_speed == 4.5
+    assert settings.limits("drift_window") == (0.0, 600.0)  # not model dependent
+    settings.beta, settings.drift_window = 2.0, 10_000
+    assert settings.clamp() == [("beta", 2.0, 4.0), ("drift_window", 10_000, 600)]
+    assert isinstance(settings.drift_window, int)
+    settings.traj_halflife_pos = float("nan")
+    settings.clamp()
+    assert settings.traj_halflife_pos == RuntimeSettings().traj_halflife_pos
+    # "Reset to defaults" goes back to the model's defaults
+    settings.reset()
+    assert settings.beta == 8.0 and settings.walk_speed == 1.2
+
+
+def test_a_trained_beta_range_is_used_and_cubic_models_leave_beta_alone():
+    meta = {"training": {"config": {"beta": 8.0, "beta_range": [2.0, 32.0], "phase_function": "rbf"}}}
+    settings = RuntimeSettings()
+    settings.fit_to_model(meta)
+    assert settings.limits("beta") == (2.0, 32.0)
+    cubic = RuntimeSettings()
+    cubic.fit_to_model({"training": {"config": {"beta": 8.0, "phase_function": "cubic"}}})
+    assert cubic.limits("beta") == (0.5, 64.0)
+
+
+def test_defaults_from_a_checkpoint_take_its_trained_beta():
+    from pfnn_core.model import ModelConfig
+
+    assert RuntimeSettings.from_checkpoint_meta({"training": {"config": {"beta": 5.0}}}).beta == 5.0
+    assert RuntimeSettings.from_checkpoint_meta({}, ModelConfig(10, 10, beta=3.0)).beta == 3.0
+
+
+def test_assign_from_text_validates_names_kinds_and_ranges():
+    settings = RuntimeSettings()
+    settings.fit_to_model(META)
+    assert settings.assign("drift_window", "0") is None and settings.drift_window == 0
+    assert settings.assign("foot_locking", "off") is None and settings.foot_locking is False
+    assert settings.assign("phase_mode", "network") is None
+    note = settings.assign("beta", "64")
+    assert settings.beta == 16.0 and "4..16" in note
+    with pytest.raises(ValueError, match="unknown setting 'betta'; known settings: beta, drift_window"):
+        settings.assign("betta", "3")
+    with pytest.raises(ValueError, match=r"contact_threshold: 2 is outside its range 0.05..0.99"):
+        settings.assign("contact_threshold", "2")
+    with pytest.raises(ValueError, match="drift_window: expected an integer"):
+        settings.assign("drift_window", "1.5")
+    with pytest.raises(ValueError, match="expected true or false"):
+        settings.assign("ik_enabled", "maybe")
+    with pytest.raises(ValueError, match="expected one of speed, network"):
+        settings.assign("phase_mode", "fast")
+    with pytest.raises(ValueError, match="outside its range"):
+        settings.assign("beta", "nan")
+
+
+def test_the_bare_network_preset():
+    settings = RuntimeSettings.bare_network(META)
+    assert (settings.root_motion_from_command, settings.drift_window, settings.stand_speed) == (0.0, 0, 0.0)
+    assert not (settings.foot_locking or settings.ik_enabled or settings.floor_clamp)
+    assert (settings.phase_mode, settings.slow_walk_speed, settings.pose_smoothing) == ("network", 0.0, 0.0)
+    assert settings.walk_speed == 1.2 and settings.beta == 8.0  # the rest as for the model
+    settings.validate()
+    assert "0 = no stand scaling" in RuntimeSettings.__dataclass_fields__["stand_speed"].metadata["help"]

@@ -5,7 +5,7 @@ the loss terms are zero on the data itself, and the command line refuses bad inp
 The data is a small synthetic gait: per clip a phase that advances at a clip-specific rate, a pose that is
 a function of the phase, and y's pose equal to the next row's x pose, so rollouts are meaningful."""
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -33,9 +33,16 @@ class TinyData:
     skeleton: dict
     stride: dict
     gait_speeds: dict
+    style: np.ndarray = None
+    styles: list = field(default_factory=list)
+    clip_labels: list = field(default_factory=list)
+    style_stats: dict = field(default_factory=dict)
+    floor_heights: list = field(default_factory=list)
+    stance: dict = field(default_factory=dict)
 
 
-def synthetic_data(clips=8, frames=90, seed=0) -> TinyData:
+def synthetic_data(clips=8, frames=90, seed=0, styles=0) -> TinyData:
+    """Walk-like clips of a 7-joint skeleton; with `styles` > 0, clip c is in style c % styles."""
     rng = np.random.default_rng(seed)
     x_layout = FeatureLayout([("traj_pos", (3, 2)), ("joint_pos", (J, 3)), ("joint_vel", (J, 3))])
     y_layout = FeatureLayout([("root_vel", (2,)), ("dphase", (1,)), ("contacts", (4,)),
@@ -67,7 +74,9 @@ def synthetic_data(clips=8, frames=90, seed=0) -> TinyData:
                     next_index=np.concatenate(nexts), layout=ModelLayout(x_layout, y_layout),
                     clip_names=[f"clip{i}.bvh" for i in range(clips)],
                     skeleton={"names": NAMES, "parents": [-1, 0, 1, 2, 0, 4, 5]},
-                    stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4})
+                    stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4},
+                    style=np.concatenate(clip_ids) % max(styles, 1),
+                    styles=[f"style{i}" for i in range(styles)])
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,82 @@
+"""The panel's path fields: the table of every field (which panel attribute it edits, what the file
+browser lists for it, whether it names a new file, what choosing a file does), the widget
+(`path_field`: label, text field, `...` browse button, optional action button) and what happens when
+the browser confirms a choice (`apply_choice`). Used by `app.ui` and `app.editor_panel`; relative
+paths typed in these fields are resolved against the work folder (`app.paths`).
+"""
+
+from imgui_bundle import imgui
+
+from app import paths
+from app.file_browser import open_browser
+
+LABEL_WIDTH = 96  # the label column of path fields
+
+# Path fields: id -> (panel attribute of ViewerState, field, what the browser lists, choosing a new file?)
+PATH_FIELDS = {
+    "model": ("model", "load_path", "checkpoint", False),
+    "bvh_dir": ("train", "bvh_dir", "folder", False),
+    "train_out": ("train", "out", "checkpoint", True),
+    "resume": ("train", "resume_path", "checkpoint", False),
+    "playback": ("playback", "path", "bvh", False),
+    "record": ("record", "path", "bvh", True),
+    "capture_dir": ("capture", "folder", "folder", False),
+    "edit_piece": ("editor", "new_piece", "bvh", False),
+    "edit_list": ("editor", "list_path", "edit_list", True),  # saved to and loaded from: may be new
+    "edit_out": ("editor", "out_path", "bvh", True),
+    "edit_train_dir": ("editor", "train_dir", "folder", False),
+}
+# Choosing a file in these fields also acts on it: field -> (request, payload; None = the chosen path).
+ACT_ON_CHOICE = {"model": ("load_model", None), "playback": ("open_bvh", None), "edit_piece": ("editor", "add")}
+
+
+def remember_rect(state, name: str) -> None:
+    """Note the screen rectangle of the last widget under `name` (`state.field_rects`)."""
+    low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+    state.field_rects[name] = (low.x, low.y, high.x, high.y)
+
+
+def path_field(state, field_id: str, label: str, button: str = "") -> bool:
+    """Label, a path field as wide as the panel allows, a browse button ('...') and an optional action
+    button; returns whether the action button (or Enter in the field) was pressed. A click in the field
+    selects the whole path, so typing replaces it (Ctrl+A selects all too)."""
+    panel_name, attribute, kind, save = PATH_FIELDS[field_id]
+    panel = getattr(state, panel_name)
+    imgui.align_text_to_frame_padding()
+    imgui.text(label)
+    imgui.same_line(LABEL_WIDTH)
+    style = imgui.get_style()
+    buttons = imgui.calc_text_size("...").x + 2 * style.frame_padding.x
+    if button:
+        buttons += imgui.calc_text_size(button).x + 2 * style.frame_padding.x + style.item_spacing.x
+    imgui.set_next_item_width(-(buttons + style.item_spacing.x))
+    value = getattr(panel, attribute)
+    entered, value = imgui.input_text(f"##{field_id}", value, imgui.InputTextFlags_.auto_select_all |
+                                      imgui.InputTextFlags_.enter_returns_true)
+    setattr(panel, attribute, value)
+    remember_rect(state, field_id)
+    if imgui.is_item_hovered() and value.strip():
+        resolved = state.resolve(value)
+        note = "  (inside the repository)" if kind != "folder" and save and paths.inside_repository(resolved) else ""
+        imgui.set_tooltip(f"{resolved}{note}")
+    imgui.same_line()
+    if imgui.button(f"...##{field_id}"):
+        current = state.resolve(value) if value.strip() else paths.work_dir()
+        open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
+    remember_rect(state, f"{field_id}_browse")
+    if imgui.is_item_hovered():
+        imgui.set_tooltip(f"Browse for a {kind.replace('_', ' ') if kind != 'any' else 'file'}")
+    pressed = bool(button) and entered  # Enter in the field presses its button (and leaves the field)
+    if button:
+        imgui.same_line()
+        pressed = imgui.button(f"{button}##{field_id}") or pressed
+    return pressed
+
+
+def apply_choice(state, field_id: str, chosen: str) -> None:
+    """The browser's choice written into its field, and the field's action queued when it has one."""
+    panel_name, attribute, _, _ = PATH_FIELDS[field_id]
+    setattr(getattr(state, panel_name), attribute, chosen)
+    if field_id in ACT_ON_CHOICE:
+        request, payload = ACT_ON_CHOICE[field_id]
+        state.request(request, chosen if payload is None else payload)

@@ -1,0 +1,59 @@
+"""Where the viewer reads and writes files.
+
+- Work folder: `$PFNN_VIEWER_HOME`, default `~/pfnn-viewer`. Relative paths typed in the panel are
+  resolved against it, and what the viewer writes by default goes there (`models/`, `recordings/`,
+  `captures/`), never into the repository. Paths on the command line are resolved against the shell's
+  current folder, as for any command.
+- Settings folder: `$PFNN_VIEWER_CONFIG`, default `$XDG_CONFIG_HOME/pfnn-viewer` (`~/.config/pfnn-viewer`):
+  `recent.json` remembers the folders last used in the file browser.
+"""
+
+import os
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+BUNDLED_BVH = REPOSITORY / "assets" / "bvh"
+
+
+def work_dir() -> Path:
+    return Path(os.environ.get("PFNN_VIEWER_HOME") or Path.home() / "pfnn-viewer").expanduser()
+
+
+def config_dir() -> Path:
+    explicit = os.environ.get("PFNN_VIEWER_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base).expanduser() / "pfnn-viewer"
+
+
+def resolve(text: str, base) -> Path:
+    """A path typed in the panel: '~' expanded, relative paths taken from `base` (the work folder)."""
+    path = Path(str(text).strip()).expanduser()
+    return path if path.is_absolute() else Path(base) / path
+
+
+def inside_repository(path) -> bool:
+    try:
+        Path(path).resolve().relative_to(REPOSITORY)
+        return True
+    except ValueError:
+        return False
+
+
+def writable_file_problem(path) -> str | None:
+    """Why a file could not be written at `path` (None when it can): an existing folder in its place, a
+    file where a parent folder should be, or no permission on the nearest existing folder."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{path} is a folder; give a file name"
+    parent = path.parent
+    while not parent.exists():
+        if parent == parent.parent:
+            break
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot create {path}: {parent} is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return f"cannot write {path}: no permission"
+    return None

@@ -1,0 +1,15 @@
+"""Honest motion-quality evaluation (`pfnn-eval`): measure the network, not the controller.
+
+Every measure is defined in docs/EVALUATION.md. The package, by job:
+- `suite`: the built-in drives and running them as two subjects, "network" (the bare network) and
+  "runtime" (everything as shipped);
+- `measures`: the body's measures as pure functions (skating against the capture's floor, realism,
+  pops, floating and sunk feet, stance and settling after a stop, contact F1, phase drift);
+- `reference`: the training mocap measured with the same code, and the pose database;
+- `analysis`: the measures applied to each drive, with their targets (report rows);
+- `rollouts`: the network alone on held-out clips (contacts, phase, trajectory correlation);
+- `report`: report.md, results.json, plots and filmstrips;
+- `cli`: `evaluate()` and the `pfnn-eval` command.
+
+`evaluate` and `main` live in `pfnn_core.evaluation.cli`.
+"""

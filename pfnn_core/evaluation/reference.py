@@ -1,0 +1,233 @@
+"""The mocap reference: the training clips measured with the same code as the drives.
+
+Owns `MocapClip` (one clip's arrays and labels at its own frame rate), `load_mocap` (the clips of a
+folder on the model's skeleton, labelled), `MocapReference` and `mocap_reference` (floor levels,
+skating per kind of motion, pops, floating, stance, jerk, the pose database and leave-one-clip-out
+realism), and the folder and held-out-clip lookups a checkpoint needs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from pfnn_core import bvh, features, metrics
+from pfnn_core.evaluation import measures
+from pfnn_core.contacts import contact_joint_order, foot_joints
+from pfnn_core.labels import LabelRule, label_clips
+
+ROOT_DIR = Path(__file__).resolve().parents[2]
+DEFAULT_BVH_DIR = ROOT_DIR / "assets" / "bvh"
+QUICK_CLIPS = 24          # clips of the quick suite's reference, spread over styles and contents
+LEAVE_ONE_OUT_CLIPS = 40  # mocap clips scored against all the others (realism reference)
+KINDS = ("walk", "run", "back", "side", "stand")
+
+
+@dataclass
+class MocapClip:
+    path: Path
+    style: str
+    kind: str                  # features.motion_kind: walk, run, back, side, stand, other
+    positions: np.ndarray      # [F, J, 3] world joint positions (m)
+    dt: float
+    motion: object = field(repr=False)
+
+    @cached_property
+    def labels(self) -> features.ClipLabels:
+        """The pipeline's contacts and phase (made only when needed: floor levels, stance)."""
+        return features.clip_labels(self.motion)
+
+
+def bvh_joint_names(path) -> list[str]:
+    """Joint names of a BVH file from its HIERARCHY alone (the motion is not read)."""
+    names = []
+    for raw in bvh.read_bytes(path).splitlines():
+        words = raw.decode("utf-8", errors="replace").split()
+        if words and words[0].upper() == "MOTION":
+            break
+        if len(words) >= 2 and words[0].upper() in ("ROOT", "JOINT"):
+            names.append(" ".join(words[1:]).split("{")[0].strip())
+    return names
+
+
+def clips_on_skeleton(paths, joint_names) -> list[Path]:
+    """The files whose joints are exactly `joint_names` (a model only runs on its own skeleton)."""
+    return [Path(p) for p in paths if bvh_joint_names(p) == list(joint_names)]
+
+
+def reference_folder(meta: dict, bvh_dir=None) -> Path:
+    """Where the mocap reference comes from: `bvh_dir` when given, else the folder the checkpoint was
+    trained on (when it still exists), else the bundled clips."""
+    if bvh_dir is not None:
+        return Path(bvh_dir)
+    data = meta.get("data") or {}
+    stored = list(data.get("folders") or []) + list(((meta.get("training") or {}).get("config") or {}).get("data") or [])
+    for item in map(Path, stored):
+        folder = item if item.is_dir() else item.parent if item.is_file() else None
+        if folder is not None:
+            return folder
+    return DEFAULT_BVH_DIR
+
+
+def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
+    """The checkpoint's validation clips found in bvh_dir, and a note on where the list came from.
+
+    `data.val_files` when the checkpoint stores it; otherwise `features.split_by_clip` repeated over the
+    stored file list with the training run's seed and validation fraction; when neither names a file
+    in bvh_dir, every clip there, marked as possibly trained on."""
+    data = meta.get("data") or {}
+    files = list(data.get("files") or [])
+    if data.get("val_files"):
+        names, note = set(data["val_files"]), "validation clips stored in the checkpoint"
+    elif files:
+        config = (meta.get("training") or {}).get("config") or {}
+        stand_in = SimpleNamespace(clip=np.arange(len(files)), clip_labels=[])
+        _, val_ids = features.split_by_clip(stand_in, float(config.get("val_fraction", 0.1)), int(config.get("seed", 0)))
+        names, note = {files[i] for i in val_ids}, "validation split repeated from the training seed"
+    else:
+        names = set()
+    everything = bvh.find_files(bvh_dir)
+    wanted = {bvh.clip_name(name) for name in names}  # a clip may since have been compressed (.bvh -> .bvh.gz)
+    paths = [p for p in everything if bvh.clip_name(p) in wanted]
+    if not paths:
+        return everything, "no held-out clip known among these files: clips may have been trained on"
+    return paths, note
+
+
+def spread(keys, count: int) -> list[int]:
+    """Indices of up to `count` items spread over their groups (keys, e.g. (style, kind)), round robin."""
+    groups: dict = {}
+    for index, key in enumerate(keys):
+        groups.setdefault(key, []).append(index)
+    order, queues = [], [list(v) for _, v in sorted(groups.items(), key=lambda item: str(item[0]))]
+    while len(order) < count and any(queues):
+        for queue in queues:
+            if queue and len(order) < count:
+                order.append(queue.pop(len(queue) // 2))
+    return sorted(order)
+
+
+def load_mocap(paths, label_rule: LabelRule | None = None) -> list[MocapClip]:
+    """The clips at their own frame rate with their labels (style, kind); a clip without a content
+    label is a standing clip, a walk or a run by its mean speed."""
+    from pfnn_core.inspect import mean_ground_speed
+
+    paths = [Path(p) for p in paths]
+    clips = []
+    for path, label in zip(paths, label_clips(paths, label_rule)):
+        motion = bvh.load(path)
+        kind = features.motion_kind(label)
+        if kind == "unknown":
+            speed = mean_ground_speed(motion)
+            kind = "stand" if speed < features.STANDING_MAX_SPEED else (
+                "run" if np.argmax(features.gait_from_speed(speed)) == 2 else "walk")
+        clips.append(MocapClip(path, label.style, kind, motion.global_positions(), motion.frame_time, motion))
+    return clips
+
+
+@dataclass
+class MocapReference:
+    """The body measures on the mocap (each clip at its own rate)."""
+
+    clips: list                    # MocapClip
+    names: list
+    parents: np.ndarray
+    contact_joints: list
+    floor: np.ndarray              # [4] planted height of each contact joint (m)
+    floor_source: str
+    skating: dict                  # kind -> contact-weighted speed (m/s)
+    fast_share: dict               # kind -> share of contact steps faster than 0.25 m/s
+    pops_per_minute: float
+    floating_share: float          # share of still-foot frames that float
+    stance: np.ndarray | None      # [4, 3] contact joints when standing, body frame (m)
+    stance_spread: float           # m: RMS distance of the mocap's own standing frames from `stance`
+    jerk: float                    # m/s^3 at the mocap's rate
+    jerk_dt: float
+    database: measures.PoseDatabase
+    database_styles: list          # style name of each database label (style index)
+    realism: dict                  # leave-one-clip-out: {"median", "p95", "clips"}
+
+    @property
+    def styles(self) -> list[str]:
+        return list(self.database_styles)
+
+
+def mocap_reference(clips: list, names, parents, meta: dict | None = None,
+                    leave_one_out: int = LEAVE_ONE_OUT_CLIPS) -> MocapReference:
+    """Measure the mocap clips; `meta` (the checkpoint's) supplies the stored floor levels and stance
+    when present (they were measured on the training set), else they are measured on these clips."""
+    meta = meta or {}
+    parents = np.asarray(parents)
+    contact_joints = list((meta.get("skeleton") or {}).get("contact_joints")
+                          or contact_joint_order(foot_joints(list(names), parents)))
+    moving = [c for c in clips if c.kind not in ("stand",)]
+    if meta.get("floor_heights"):
+        floor, floor_source = np.asarray(meta["floor_heights"], float), "stored in the checkpoint (training mocap)"
+    else:
+        floor = np.asarray(features.floor_heights([(c.labels.global_positions[:, contact_joints, 1], c.labels.contacts)
+                                                    for c in moving]), float)
+        floor_source = "measured on the reference clips (the checkpoint stores none)"
+
+    skating, fast = {}, {}
+    for kind in KINDS:
+        parts = [measures.foot_skating(c.positions[:, contact_joints], floor, c.dt) for c in clips if c.kind == kind]
+        pooled = measures.pool_skating(parts)
+        skating[kind], fast[kind] = pooled.mean(), pooled.fast_share()
+
+    popped = minutes = 0.0
+    still = floating = 0.0
+    jerk_sum = jerk_count = 0.0
+    for clip in clips:
+        popped += float(measures.pose_pops(clip.positions).sum())
+        minutes += len(clip.positions) * clip.dt / 60.0
+        heights = measures.foot_heights(clip.positions[:, contact_joints], floor, clip.dt)
+        still += float(heights.still.sum())
+        floating += float((heights.still & (heights.lowest > measures.FLOAT_HEIGHT)).sum())
+        body = clip.positions[:, parents >= 0]
+        if len(body) >= 4:
+            jerk_sum += float(metrics.mean_jerk(body, clip.dt)) * (len(body) - 3)
+            jerk_count += len(body) - 3
+
+    stored = meta.get("stance") or {}
+    if stored.get("positions"):
+        stance = np.asarray(stored["positions"], float)
+        spread_m = np.linalg.norm(np.asarray(stored.get("spread") or np.zeros_like(stance), float), axis=-1)
+        stance_spread = float(np.sqrt(np.mean(spread_m ** 2)))
+    else:
+        stance_frames = [s for s in (features.standing_stance(c.labels, names, parents) for c in clips
+                                     if c.kind == "stand") if s is not None]
+        stance = np.concatenate(stance_frames).mean(axis=0) if stance_frames else None
+        stance_spread = (float(np.sqrt(np.mean(np.sum((np.concatenate(stance_frames) - stance) ** 2, axis=-1))))
+                         if stance_frames else math.nan)
+
+    styles = sorted({c.style for c in clips})
+    pose_frames, clip_ids, style_ids = [], [], []
+    for index, clip in enumerate(clips):
+        frames = measures.pose_features(clip.positions, clip.dt, names, parents)
+        pose_frames.append(frames)
+        clip_ids.append(np.full(len(frames), index))
+        style_ids.append(np.full(len(frames), styles.index(clip.style)))
+    database = measures.PoseDatabase(np.concatenate(pose_frames), np.concatenate(style_ids))
+    clip_of_frame = np.concatenate(clip_ids)
+
+    distances = []
+    moving_ids = [i for i, c in enumerate(clips) if c.kind != "stand"]
+    scored = [moving_ids[i] for i in spread([(clips[i].style, clips[i].kind) for i in moving_ids], leave_one_out)]
+    for index in scored:
+        distance, _ = database.nearest(pose_frames[index], mask=clip_of_frame != index)
+        distances.append(distance)
+    pooled = np.concatenate(distances) if distances else np.zeros(0)
+    realism = {"median": float(np.median(pooled)) if len(pooled) else math.nan,
+               "p95": float(np.percentile(pooled, 95)) if len(pooled) else math.nan,
+               "clip_medians": [float(np.median(d)) for d in distances], "clips": len(distances)}
+    return MocapReference(
+        clips=clips, names=list(names), parents=parents, contact_joints=contact_joints, floor=floor,
+        floor_source=floor_source, skating=skating, fast_share=fast,
+        pops_per_minute=popped / minutes if minutes else math.nan,
+        floating_share=floating / still if still else math.nan, stance=stance, stance_spread=stance_spread,
+        jerk=jerk_sum / jerk_count if jerk_count else math.nan, jerk_dt=float(np.median([c.dt for c in clips])),
+        database=database, database_styles=styles, realism=realism)

@@ -1,0 +1,367 @@
+"""The posed skeleton of a runtime tick: rotation fit, forward kinematics, foot locks and leg IK.
+
+Owns `SkeletonPlan` (what the tick needs to know about a skeleton, worked out once per model), the
+two pose stages of a tick, `pose_from_prediction` (the network's root-frame pose placed in the
+world, rotations fitted to the predicted positions, one forward kinematics) and `place_feet` (foot
+pins, the floor, two-bone leg IK, forward kinematics of the solved pose), and the batched helpers
+`forward_kinematics_global`, `fit_rotations_to_positions`, `local_rotations`.
+
+Both stages run as compiled kernels (numba) over the batch, in rotation matrices, calling the
+per-leg and per-foot rules of `ik.py`; a tick at batch 1 would otherwise spend most of its time in
+hundreds of tiny numpy calls. Rotations leave the stage as quaternions (w, x, y, z).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from pfnn_core import contacts as contacts_module
+from pfnn_core import ik, mat3
+from pfnn_core.mat3 import njit
+from pfnn_core.quat import quat_inv, quat_mul, quat_to_matrix
+
+
+# ---------------------------------------------------------------------------------------------
+# Skeleton
+
+
+def anchor_joint(parents) -> int:
+    """The joint the network's root-frame position places in the world (the hips): the first joint
+    from the root down with more than one child. A 'joint_Root'-style dummy above it is carried."""
+    parents = np.asarray(parents)
+    joint = int(np.flatnonzero(parents < 0)[0])
+    while True:
+        children = np.flatnonzero(parents == joint)
+        if len(children) != 1:
+            return joint
+        joint = int(children[0])
+
+
+def joints_above(parents, joint: int) -> list[int]:
+    """Ancestors of `joint`, nearest first."""
+    above = []
+    while parents[joint] >= 0:
+        joint = int(parents[joint])
+        above.append(joint)
+    return above
+
+
+@dataclass(frozen=True)
+class SkeletonPlan:
+    """Index arrays the pose kernels walk, worked out once per skeleton."""
+
+    parents: np.ndarray  # [J] int
+    offsets: np.ndarray  # [J, 3] m, bone vectors in the parent's frame
+    anchor: int  # the joint the network places (hips)
+    up_path: np.ndarray  # anchor, its parent, ..., its root: positions walk up from the anchor
+    down_order: np.ndarray  # every other joint, parents first: positions walk down
+    above_anchor: np.ndarray  # joints above the anchor: they carry the root's yaw
+    fit_single: np.ndarray  # [S, 2] (joint, child): one-child joints swing toward their child
+    fit_multi: np.ndarray  # [M] several-children joints: best rotation for all their bones
+    fit_children: np.ndarray  # [M, C] their children, padded with -1
+    contact_joints: np.ndarray  # [4] Foot_L, Toes_L, Foot_R, Toes_R
+    legs: np.ndarray  # [2, 4] (hip, knee, ankle, toe) of the left and the right leg
+    body: np.ndarray  # [J] bool: the anchor and the joints below it (not placement nodes above it)
+    extent: float  # m, farthest a body joint can be from the anchor along its bones
+
+    @property
+    def num_joints(self) -> int:
+        return len(self.parents)
+
+
+def skeleton_plan(names: Sequence[str] | None, parents, offsets, anchor: int | None = None,
+                  contact_joints: Sequence[int] | None = None) -> SkeletonPlan:
+    """The per-skeleton constants of the pose stage. Without `names` (a rig known by its positions
+    only) there are no contact joints and no legs: only the rotation fit and forward kinematics work."""
+    parents = np.asarray(parents, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.float64)
+    anchor = anchor_joint(parents) if anchor is None else int(anchor)
+    up_path = [anchor] + joints_above(parents, anchor)
+    down = [j for j in range(len(parents)) if j not in up_path]
+    skip = set(up_path[1:])
+    children = {j: [int(c) for c in np.flatnonzero(parents == j)] for j in range(len(parents)) if j not in skip}
+    single = [(j, c[0]) for j, c in children.items() if len(c) == 1]
+    multi = [(j, c) for j, c in children.items() if len(c) > 1]
+    width = max([len(c) for _, c in multi], default=1)
+    if contact_joints is None:
+        contact_joints = ([] if names is None else
+                          contacts_module.contact_joint_order(contacts_module.foot_joints(list(names), parents)))
+    body = np.zeros(len(parents), dtype=bool)
+    reach = np.zeros(len(parents))  # bone length summed from the anchor (parents come first)
+    body[anchor] = True
+    for j in range(len(parents)):
+        if parents[j] >= 0 and body[parents[j]]:
+            body[j], reach[j] = True, reach[parents[j]] + np.linalg.norm(offsets[j])
+    return SkeletonPlan(
+        parents=parents, offsets=offsets, anchor=anchor, up_path=np.array(up_path, dtype=np.int64),
+        down_order=np.array(down, dtype=np.int64), above_anchor=np.array(up_path[1:], dtype=np.int64),
+        fit_single=np.array(single, dtype=np.int64).reshape(-1, 2),
+        fit_multi=np.array([j for j, _ in multi], dtype=np.int64),
+        fit_children=np.array([c + [-1] * (width - len(c)) for _, c in multi], dtype=np.int64).reshape(-1, width),
+        contact_joints=np.array(contact_joints, dtype=np.int64),
+        legs=np.array(ik.leg_chains(names, parents) if names is not None else [], dtype=np.int64).reshape(-1, 4),
+        body=body, extent=float(reach.max()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels: one character's joints in matrices
+
+
+@njit
+def _fit_rotations(rot, world, offsets, fit_single, fit_multi, fit_children, goal, rest, scratch):
+    """Turn each joint so its bones point where the predicted positions `world` put its children: a
+    one-child joint by the shortest swing (its twist stays the network's), a several-children joint
+    by the best rotation for all of its bones."""
+    for k in range(fit_single.shape[0]):
+        joint, child = fit_single[k, 0], fit_single[k, 1]
+        r = mat3.load33(rot, joint)
+        bone_now = mat3.mat_vec(r, mat3.load3(offsets, child))
+        bone_goal = mat3.sub(mat3.load3(world, child), mat3.load3(world, joint))
+        mat3.store33(rot, joint, mat3.mat_mul(mat3.between(bone_now, bone_goal), r))
+    for k in range(fit_multi.shape[0]):
+        joint = fit_multi[k]
+        count = 0
+        for c in range(fit_children.shape[1]):
+            child = fit_children[k, c]
+            if child >= 0:
+                mat3.store3(goal, count, mat3.sub(mat3.load3(world, child), mat3.load3(world, joint)))
+                mat3.store3(rest, count, mat3.load3(offsets, child))
+                count += 1
+        mat3.store33(rot, joint, mat3.nearest_rotation(goal, rest, count, mat3.load33(rot, joint), scratch))
+
+
+@njit
+def _forward_kinematics(rot, anchor_pos, offsets, parents, up_path, down_order, pos):
+    """Joint positions from global rotations: up from the anchor to the root, then down."""
+    mat3.store3(pos, up_path[0], anchor_pos)
+    for k in range(1, up_path.shape[0]):
+        child, joint = up_path[k - 1], up_path[k]
+        bone = mat3.mat_vec(mat3.load33(rot, joint), mat3.load3(offsets, child))
+        mat3.store3(pos, joint, mat3.sub(mat3.load3(pos, child), bone))
+    top = up_path[up_path.shape[0] - 1]
+    for k in range(down_order.shape[0]):
+        joint = down_order[k]
+        parent = parents[joint]
+        if parent < 0:
+            mat3.store3(pos, joint, mat3.load3(pos, top))
+        else:
+            bone = mat3.mat_vec(mat3.load33(rot, parent), mat3.load3(offsets, joint))
+            mat3.store3(pos, joint, mat3.add(mat3.load3(pos, parent), bone))
+
+
+@njit
+def _smoothed_pose(predicted, previous_pos, previous_vel, previous_root, previous_yaw, root, yaw, warp, smoothing, dt,
+                   out):
+    """The pose fed back next tick (root frame): the prediction blended by `smoothing` with the previous
+    pose extrapolated by its velocity (over dt / warp) and carried into the current root frame [PFNN]."""
+    turn = mat3.yaw_matrix(previous_yaw - yaw)
+    shift = mat3.mat_vec(mat3.yaw_matrix(-yaw), mat3.sub(previous_root, root))
+    for j in range(predicted.shape[0]):
+        moved = mat3.add(mat3.load3(previous_pos, j), mat3.scale(mat3.load3(previous_vel, j), dt / warp))
+        extrapolated = mat3.add(mat3.mat_vec(turn, moved), shift)
+        mat3.store3(out, j, mat3.lerp(mat3.load3(predicted, j), extrapolated, smoothing))
+
+
+@njit
+def _pose_kernel(root_pos, root_yaw, rot6, predicted, previous_pos, previous_vel, previous_root, previous_yaw, warp,
+                 smoothing, dt, fit, parents, offsets, up_path, down_order, above_anchor, fit_single, fit_multi,
+                 fit_children, out_joint_pos, out_rot, out_pos):
+    joints = parents.shape[0]
+    world = np.empty((joints, 3))
+    goal, rest = np.empty((max(fit_children.shape[1], 1), 3)), np.empty((max(fit_children.shape[1], 1), 3))
+    scratch = np.empty((3, 3, 3))
+    for b in range(root_pos.shape[0]):
+        yaw = mat3.yaw_matrix(root_yaw[b])
+        root = mat3.load3(root_pos, b)
+        rot = out_rot[b]
+        joint_pos = out_joint_pos[b]
+        if smoothing > 0.0:
+            _smoothed_pose(predicted[b], previous_pos[b], previous_vel[b], mat3.load3(previous_root, b),
+                           previous_yaw[b], root, root_yaw[b], warp[b], smoothing, dt, joint_pos)
+        else:
+            joint_pos[:] = predicted[b]
+        for j in range(joints):
+            mat3.store33(rot, j, mat3.mat_mul(yaw, mat3.from_6d(rot6[b], j)))
+            mat3.store3(world, j, mat3.add(mat3.mat_vec(yaw, mat3.load3(joint_pos, j)), root))
+        if fit:
+            _fit_rotations(rot, world, offsets, fit_single, fit_multi, fit_children, goal, rest, scratch)
+        for k in range(above_anchor.shape[0]):
+            mat3.store33(rot, above_anchor[k], yaw)
+        _forward_kinematics(rot, mat3.load3(world, up_path[0]), offsets, parents, up_path, down_order, out_pos[b])
+
+
+@njit
+def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, previous_contacts, lock_target, lock_weight, lock_active,
+                 locking, threshold, keep, release_distance, floor_on, floor_heights, ik_on,
+                 parents, offsets, up_path, down_order, contact_joints, legs, body, out_target, out_weight, out_active,
+                 out_rot, out_extent):
+    slots = contact_joints.shape[0]
+    goals = np.empty((slots, 3))
+    constrained = np.empty(slots, dtype=np.bool_)
+    for b in range(pos.shape[0]):
+        any_constrained = False
+        for s in range(slots):
+            foot = mat3.load3(pos[b], contact_joints[s])
+            if locking:
+                pin = ik.update_lock(mat3.load3(lock_target[b], s), lock_weight[b, s], lock_active[b, s], foot,
+                                     contacts[b, s] > threshold, previous_contacts[b, s] > threshold, keep,
+                                     release_distance)
+                mat3.store3(out_target[b], s, pin[0])
+                out_weight[b, s], out_active[b, s] = pin[1], pin[2]
+            else:
+                mat3.store3(out_target[b], s, foot)
+                out_weight[b, s], out_active[b, s] = 0.0, False
+            goal = ik.locked_position(foot, mat3.load3(out_target[b], s), out_weight[b, s])
+            held = out_weight[b, s] > 1e-4
+            if floor_on and goal[1] < floor_heights[s]:
+                goal = (goal[0], floor_heights[s], goal[2])
+                held = True
+            mat3.store3(goals, s, goal)
+            constrained[s] = held
+            any_constrained = any_constrained or held
+        if ik_on and any_constrained:
+            forward = (np.sin(root_yaw[b]), 0.0, np.cos(root_yaw[b]))
+            for leg in range(legs.shape[0]):
+                hip, knee, ankle, toe = legs[leg, 0], legs[leg, 1], legs[leg, 2], legs[leg, 3]
+                foot_slot, toe_slot = 2 * leg, 2 * leg + 1
+                ankle_pos, toe_pos = mat3.load3(pos[b], ankle), mat3.load3(pos[b], toe)
+                ankle_target, toe_aim = ik.foot_target(
+                    ankle_pos, toe_pos, mat3.load3(goals, foot_slot), mat3.load3(goals, toe_slot),
+                    1.0 if constrained[foot_slot] else 0.0, 1.0 if constrained[toe_slot] else 0.0)
+                solved = ik.solve_leg(mat3.load3(pos[b], hip), mat3.load3(pos[b], knee), ankle_pos,
+                                      mat3.load33(rot[b], hip), mat3.load33(rot[b], knee), ankle_target, forward)
+                mat3.store33(rot[b], hip, solved[0])
+                mat3.store33(rot[b], knee, solved[1])
+                if toe != ankle:
+                    ankle_rot = mat3.load33(rot[b], ankle)
+                    new_ankle = solved[3]
+                    foot_length = mat3.length(mat3.load3(offsets, toe))
+                    toe_now = mat3.add(new_ankle, mat3.mat_vec(ankle_rot, mat3.load3(offsets, toe)))
+                    toe_aim = ik.aim_within_reach(new_ankle, toe_aim, foot_length)
+                    mat3.store33(rot[b], ankle, ik.foot_rotation(ankle_rot, new_ankle, toe_now, toe_aim, 1.0))
+            _forward_kinematics(rot[b], mat3.load3(pos[b], up_path[0]), offsets, parents, up_path, down_order, pos[b])
+        extent = 0.0
+        root = mat3.load3(root_pos, b)
+        for j in range(parents.shape[0]):
+            q = mat3.quat_from_matrix(mat3.load33(rot[b], j))
+            out_rot[b, j, 0], out_rot[b, j, 1], out_rot[b, j, 2], out_rot[b, j, 3] = q[0], q[1], q[2], q[3]
+            if body[j]:
+                distance = mat3.length(mat3.sub(mat3.load3(pos[b], j), root))
+                extent = max(extent, distance) if distance == distance else np.inf  # NaN counts as infinitely far
+        out_extent[b] = extent
+
+
+# ---------------------------------------------------------------------------------------------
+# The two stages of a tick
+
+
+@dataclass
+class Pose:
+    """The pose before the feet: world joint positions [B, J, 3] and rotation matrices [B, J, 3, 3],
+    and the root-frame joint positions fed back to the network next tick [B, J, 3]."""
+
+    positions: np.ndarray
+    rotations: np.ndarray
+    fed_back: np.ndarray
+
+
+@dataclass
+class PlacedFeet:
+    """The shown pose after foot pins, floor and IK, and the pins for the next tick."""
+
+    positions: np.ndarray  # [B, J, 3]
+    rotations: np.ndarray  # [B, J, 4] quaternions
+    locks: ik.FootLocks  # [B, 4] pins of the contact joints
+    extent: np.ndarray  # [B] m, farthest body joint from the root (inf when a position is not finite)
+
+
+def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, smoothing: float, dt: float,
+                         fit_rotations: bool, plan: SkeletonPlan) -> Pose:
+    """World pose from the network's root-frame rotations [B, J, 6] and positions [B, J, 3] (first
+    blended by `smoothing` with the previous pose extrapolated; `previous` = (joint_pos, joint_vel,
+    pose_root_pos, pose_root_yaw, warp) of the last tick): joints above the anchor carry the root's
+    yaw, the anchor sits where the positions put it, the others hang from it by their bones (turned to
+    the predicted positions when `fit_rotations`)."""
+    batch, joints = root_pos.shape[0], plan.num_joints
+    rotations, positions, fed_back = np.empty((batch, joints, 3, 3)), np.empty((batch, joints, 3)), np.empty((batch, joints, 3))
+    previous_pos, previous_vel, previous_root, previous_yaw, warp = previous
+    _pose_kernel(root_pos, root_yaw, np.ascontiguousarray(joint_rot6), np.ascontiguousarray(joint_pos), previous_pos,
+                 previous_vel, previous_root, previous_yaw, warp, float(smoothing), float(dt), bool(fit_rotations),
+                 plan.parents, plan.offsets, plan.up_path, plan.down_order, plan.above_anchor, plan.fit_single,
+                 plan.fit_multi, plan.fit_children, fed_back, rotations, positions)
+    return Pose(positions, rotations, fed_back)
+
+
+def place_feet(pose: Pose, root_pos, root_yaw, contacts, previous_contacts, locks: ik.FootLocks, settings,
+               floor_heights, dt: float, plan: SkeletonPlan) -> PlacedFeet:
+    """Pin planted feet (`ik.update_lock`), keep contact joints at or above their floor heights
+    [4] (when `settings.floor_clamp`), and turn the legs to reach (`ik.solve_leg`) when
+    `settings.ik_enabled`; `pose` is solved in place."""
+    batch = root_pos.shape[0]
+    slots = len(plan.contact_joints)
+    out_target, out_weight = np.empty((batch, slots, 3)), np.empty((batch, slots))
+    out_active, out_rot, extent = np.empty((batch, slots), dtype=bool), np.empty((batch, plan.num_joints, 4)), np.empty(batch)
+    floor_on = bool(settings.floor_clamp) and floor_heights is not None
+    floor = np.zeros(slots) if floor_heights is None else np.ascontiguousarray(floor_heights, dtype=np.float64)
+    _feet_kernel(pose.positions, pose.rotations, root_pos, root_yaw, np.ascontiguousarray(contacts), previous_contacts,
+                 locks.target, locks.weight, locks.active,
+                 bool(settings.foot_locking), float(settings.contact_threshold),
+                 ik.fade_keep(float(settings.lock_fade_halflife), float(dt)), float(settings.lock_release_distance),
+                 floor_on, floor, bool(settings.ik_enabled), plan.parents, plan.offsets, plan.up_path,
+                 plan.down_order, plan.contact_joints, plan.legs, plan.body, out_target, out_weight, out_active, out_rot,
+                 extent)
+    return PlacedFeet(pose.positions, out_rot, ik.FootLocks(out_target, out_weight, out_active), extent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched helpers over quaternions
+
+
+def forward_kinematics_global(global_rot, anchor_pos, offsets, parents, anchor: int,
+                              above_anchor_rot=None) -> tuple[np.ndarray, np.ndarray]:
+    """World joint positions from GLOBAL rotations [..., J, 4] (quaternions) and the anchor's
+    position [..., 3]. Joints above the anchor take `above_anchor_rot` [..., 4] (default: their given
+    rotation) and hang by their offsets above it, so the pose is fully described by the root joint's
+    translation plus local rotations (what a BVH writes). Returns (positions [..., J, 3], rotations)."""
+    parents = np.asarray(parents, dtype=np.int64)
+    rotations = np.array(global_rot, dtype=float, copy=True)
+    up_path = np.array([anchor] + joints_above(parents, anchor), dtype=np.int64)
+    if above_anchor_rot is not None:
+        rotations[..., up_path[1:], :] = np.asarray(above_anchor_rot, dtype=float)[..., None, :]
+    shape = rotations.shape[:-2]
+    matrices = np.ascontiguousarray(quat_to_matrix(rotations).reshape((-1,) + rotations.shape[-2:-1] + (3, 3)))
+    anchors = np.ascontiguousarray(np.broadcast_to(np.asarray(anchor_pos, dtype=float), shape + (3,)).reshape(-1, 3))
+    positions = np.empty(matrices.shape[:2] + (3,))
+    _batched_forward_kinematics(matrices, anchors, np.ascontiguousarray(offsets, dtype=np.float64), parents, up_path,
+                                np.array([j for j in range(len(parents)) if j not in up_path], dtype=np.int64), positions)
+    return positions.reshape(shape + positions.shape[-2:]), rotations
+
+
+@njit
+def _batched_forward_kinematics(rot, anchor_pos, offsets, parents, up_path, down_order, pos):
+    for b in range(rot.shape[0]):
+        _forward_kinematics(rot[b], mat3.load3(anchor_pos, b), offsets, parents, up_path, down_order, pos[b])
+
+
+@njit
+def _batched_fit(rot, world, offsets, fit_single, fit_multi, fit_children):
+    goal, rest = np.empty((max(fit_children.shape[1], 1), 3)), np.empty((max(fit_children.shape[1], 1), 3))
+    scratch = np.empty((3, 3, 3))
+    for b in range(rot.shape[0]):
+        _fit_rotations(rot[b], world[b], offsets, fit_single, fit_multi, fit_children, goal, rest, scratch)
+
+
+def fit_rotations_to_positions(global_mat, positions, plan: SkeletonPlan) -> np.ndarray:
+    """Global rotation matrices [..., J, 3, 3] turned so every bone points where the joint positions
+    [..., J, 3] put its child (as the tick's pose stage does)."""
+    global_mat = np.asarray(global_mat, dtype=float)
+    shape = global_mat.shape[:-3]
+    rot = np.array(global_mat.reshape((-1,) + global_mat.shape[-3:]), copy=True)
+    world = np.ascontiguousarray(np.broadcast_to(positions, shape + global_mat.shape[-3:-2] + (3,)).reshape(rot.shape[:2] + (3,)),
+                                 dtype=np.float64)
+    _batched_fit(rot, world, plan.offsets, plan.fit_single, plan.fit_multi, plan.fit_children)
+    return rot.reshape(global_mat.shape)
+
+

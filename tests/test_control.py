@@ -1,0 +1,117 @@
+import numpy as np
+import pytest
+
+from pfnn_core.control import (DriftErrors, advance_phase_by_network, advance_phase_by_speed, correct_drift,
+                               move_amount, root_motion, speed_warp, stand_amount)
+from pfnn_core.settings import RuntimeSettings
+
+DT = 1.0 / 60.0
+
+
+def run_drift(commanded, predicted, window, ticks):
+    drift = DriftErrors.empty(1)
+    corrected = []
+    for _ in range(ticks):
+        drift = drift.push(predicted - commanded)
+        corrected.append(correct_drift(predicted, drift.mean(window)))
+    return np.array(corrected)
+
+
+def test_drift_correction_leaves_a_constant_commanded_motion_intact():
+    commanded = np.array([[1.1, 0.4, 0.2]])
+    corrected = run_drift(commanded, commanded.copy(), window=60, ticks=200)
+    np.testing.assert_allclose(corrected, np.broadcast_to(commanded, corrected.shape), atol=1e-12)
+
+
+def test_drift_correction_removes_a_constant_injected_bias():
+    commanded = np.array([[1.1, 0.4, 0.2]])
+    bias = np.array([[0.05, -0.03, 0.01]])
+    corrected = run_drift(commanded, commanded + bias, window=60, ticks=200)
+    np.testing.assert_allclose(corrected[-1], commanded, atol=1e-12)
+    # With the correction off the bias stays.
+    off = run_drift(commanded, commanded + bias, window=0, ticks=5)
+    np.testing.assert_allclose(off[-1], commanded + bias)
+
+
+def test_drift_mean_uses_only_the_last_window_entries():
+    drift = DriftErrors.empty(1)
+    for value in range(10):
+        drift = drift.push(np.array([[float(value), 0.0, 0.0]]))
+    assert drift.mean(2)[0, 0] == pytest.approx(8.5)
+    assert drift.mean(100)[0, 0] == pytest.approx(4.5)  # fewer pushed than the window: all of them
+    for value in range(10, 700):  # more than the capacity: the window is capped at 600
+        drift = drift.push(np.array([[float(value), 0.0, 0.0]]))
+    assert drift.mean(10_000)[0, 0] == pytest.approx(np.mean(np.arange(100, 700)))
+
+
+def test_speed_based_phase_stops_at_zero_speed_and_follows_the_stride():
+    stride = {"speed": [1.0, 3.0], "stride_length": [1.2, 2.4]}
+    phase = np.array([0.3, 0.3, 0.95])
+    advanced = advance_phase_by_speed(phase, np.array([0.0, 1.0, 3.0]), stride, DT)
+    assert advanced[0] == 0.3
+    assert advanced[1] == pytest.approx(0.3 + 1.0 / 1.2 * DT)
+    assert advanced[2] == pytest.approx((0.95 + 3.0 / 2.4 * DT) % 1.0)
+    p = np.zeros(1)
+    for _ in range(72):  # one stride length walked = one full cycle
+        p = advance_phase_by_speed(p, np.array([1.0]), stride, DT)
+    assert p[0] == pytest.approx(0.0, abs=1e-9) or p[0] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_speed_based_phase_can_step_with_the_stride_of_another_speed():
+    stride = {"speed": [1.0, 3.0], "stride_length": [1.2, 2.4]}
+    assert advance_phase_by_speed(np.zeros(1), np.array([0.5]), stride, DT, np.array([2.0]))[0] == pytest.approx(0.5 / 1.8 * DT)
+    assert advance_phase_by_speed(np.zeros(1), np.array([0.5]), stride, DT)[0] == pytest.approx(0.5 / 1.2 * DT)
+
+
+def test_speed_warp_shows_slow_walks_as_the_slowest_walk_within_its_limit():
+    np.testing.assert_allclose(speed_warp([0.0, 0.2, 0.45, 0.9, 2.0], 0.9, 3.0), [3.0, 3.0, 2.0, 1.0, 1.0])
+    np.testing.assert_allclose(speed_warp([0.0, 0.45], 0.0, 3.0), [1.0, 1.0])  # off
+    np.testing.assert_allclose(speed_warp([0.45], 0.9, 0.5), [1.0])  # a limit below 1 never slows the view
+
+
+def test_network_phase_scales_with_dt_and_move_amount():
+    assert advance_phase_by_network(np.array([0.1]), np.array([0.02]), 1.0, DT, 60)[0] == pytest.approx(0.12)
+    assert advance_phase_by_network(np.array([0.1]), np.array([0.02]), 0.1, 2 * DT, 60)[0] == pytest.approx(0.104)
+
+
+def test_stand_amount_and_stand_speed_zero_meaning_no_scaling():
+    np.testing.assert_allclose(stand_amount([0.0, 0.1, 0.2, 1.0], 0.2), [1.0, 0.5, 0.0, 0.0])
+    np.testing.assert_allclose(stand_amount([0.0, 0.1], 0.0), [0.0, 0.0])  # off: never standing
+    np.testing.assert_allclose(move_amount([0.0, 1.0, 1.0 - 0.5 ** 4]), [1.0, 0.0, 0.5])
+
+
+def _motion(settings, predicted_local, predicted_yaw_rate, command_velocity, command_yaw, root_yaw=0.3, warp=1.0,
+            drift=None):
+    return root_motion(np.array([[1.0, 0.0, 2.0]]), np.array([root_yaw]), np.array([predicted_local]),
+                       np.array([predicted_yaw_rate]), np.array([command_velocity]), np.array([command_yaw]),
+                       np.array([np.hypot(*command_velocity)]), np.array([warp]), drift or DriftErrors.empty(1),
+                       settings, DT, 10 / 60.0)
+
+
+def test_bare_root_motion_is_the_networks_prediction():
+    settings = RuntimeSettings.bare_network({})
+    motion = _motion(settings, [0.2, 1.1], 0.4, [0.0, 0.0], 0.0)  # command zero: no standing scale either
+    c, s = np.cos(0.3), np.sin(0.3)
+    world = np.array([c * 0.2 + s * 1.1, -s * 0.2 + c * 1.1])  # root frame turned by the yaw (+Z toward +X)
+    np.testing.assert_allclose(motion.velocity[0], world, atol=1e-12)
+    assert motion.yaw_rate[0] == pytest.approx(0.4)
+    np.testing.assert_allclose(motion.position[0], [1.0 + world[0] * DT, 0.0, 2.0 + world[1] * DT], atol=1e-12)
+    assert motion.yaw[0] == pytest.approx(0.3 + 0.4 * DT)
+
+
+def test_root_motion_blends_toward_the_command_and_stops_when_standing():
+    settings = RuntimeSettings(root_motion_from_command=1.0, drift_window=0)
+    motion = _motion(settings, [0.0, 0.5], 0.0, [1.2, 0.0], 0.3 + 0.5, root_yaw=0.3)
+    np.testing.assert_allclose(motion.velocity[0], [1.2, 0.0], atol=1e-12)
+    assert motion.yaw_rate[0] == pytest.approx(0.5 / (10 / 60.0))  # the commanded turn over the first sample
+    standing = _motion(RuntimeSettings(root_motion_from_command=0.0), [0.0, 0.5], 0.2, [0.0, 0.0], 0.3)
+    np.testing.assert_allclose(standing.velocity, 0.0, atol=1e-12)
+    assert standing.stand[0] == 1.0 and standing.yaw_rate[0] == 0.0
+
+
+def test_root_motion_divides_the_prediction_by_the_speed_warp_and_corrects_drift():
+    settings = RuntimeSettings(root_motion_from_command=0.0, drift_window=60, stand_speed=0.0)
+    motion = _motion(settings, [0.0, 2.0], 0.0, [0.0, 0.5], 0.0, root_yaw=0.0, warp=2.0, drift=None)
+    # The first tick's error (1.0 - 0.5) is the whole mean: the corrected motion is the command.
+    np.testing.assert_allclose(motion.velocity[0], [0.0, 0.5], atol=1e-12)
+    np.testing.assert_allclose(motion.speed[0], [0.5, 1.0], atol=1e-12)
