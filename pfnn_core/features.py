@@ -23,7 +23,8 @@ Decisions measured on the bundled data (see tests/test_features.py for the check
   zero root motion and trajectory, facing straight ahead, gait 'stand', contacts on, dphase 0. Each
   arms-down run is replicated STANDING_REPLICAS times with phase offsets spread over [0, 1), so a zero
   command gives a calm pose at whatever phase the runtime holds (raised arms are never shown as
-  "standing", and standing does not tie to phase 0 only).
+  "standing", and standing does not tie to phase 0 only). Every other replica sees a past trajectory
+  that drifts a little (`with_past_drift`) and must still stand still.
 """
 
 from __future__ import annotations
@@ -64,11 +65,13 @@ EXTRAPOLATION_FIT_FRAMES = 10
 MIN_CLIP_S = 0.5
 STANDING_MAX_SPEED = 0.25  # m/s: a clip whose mean root speed is below this is standing data
 ARMS_DOWN_TOLERANCE = 0.05  # m: hands within this height of the clip's first frame are "down"
-STANDING_REPLICAS = 4
+STANDING_REPLICAS = 8
+STAND_DRIFT_SPEED = 0.3  # m/s: the most a standing sample's past trajectory drifts (see `with_past_drift`)
+STAND_DRIFT_TURN = 0.4  # rad/s
 STAND_FADE = (0.1, 0.35)  # m/s: gait 'stand' fades out between these speeds
 RUN_FADE = (1.6, 2.2)  # m/s: without content labels, 'run' fades in between these speeds
 SKELETON_TOLERANCE_M = 0.002  # bone offsets of one training set may differ by this much (dataset 1: 0.4 mm)
-FEATURE_VERSION = 3  # bump when the features computed from the same files change (keys the dataset cache)
+FEATURE_VERSION = 4  # bump when the features computed from the same files change (keys the dataset cache)
 # Modules whose code decides the samples: their source is part of the dataset cache key.
 FEATURE_CODE_MODULES = ("bvh", "quat", "kinematics", "contacts", "phase", "features", "data_checks", "labels")
 MIN_FILES_PER_WORKER = 32  # automatic worker count: a process pool only for sets this large per worker
@@ -531,9 +534,27 @@ def calm_standing_samples(features: ClipFeatures, layouts: ModelLayout, replicas
         offsets = (replica + rng.random(run_id.max() + 1)) / replicas
         phases.append(offsets[run_id])
         nexts.append(np.where(last_in_run, -1, np.arange(len(keep)) + 1 + replica * len(keep)))
-        xs.append(x)
+        xs.append(with_past_drift(x, layouts, rng, run_id) if replica % 2 else x)
         ys.append(y)
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(phases), np.concatenate(nexts)
+
+
+def with_past_drift(x, layouts: ModelLayout, rng, run_id) -> np.ndarray:
+    """Calm standing inputs whose PAST trajectory drifts a little (up to STAND_DRIFT_SPEED and
+    STAND_DRIFT_TURN, one draw per run of rows), the future still standing: the answer stays "stand
+    still" (zero root motion). Without them a network driven by its own root motion feeds a small
+    drift back through the past trajectory and walks off while it should stand."""
+    x = x.copy()
+    parts = layouts.x.unpack(x)
+    runs = run_id.max() + 1
+    speed = rng.uniform(0.0, STAND_DRIFT_SPEED, runs)[run_id]
+    heading = rng.uniform(-np.pi, np.pi, runs)[run_id]
+    turn = rng.uniform(-STAND_DRIFT_TURN, STAND_DRIFT_TURN, runs)[run_id]
+    times = np.minimum(np.asarray(TRAJ_OFFSETS, float), 0.0) / SIM_FPS  # s, 0 for now and the future
+    parts["traj_pos"][...] = (speed[:, None, None] * times[None, :, None]
+                              * np.stack([np.sin(heading), np.cos(heading)], axis=-1)[:, None, :])
+    parts["traj_dir"][...] = np.stack([np.sin(turn[:, None] * times), np.cos(turn[:, None] * times)], axis=-1)
+    return x
 
 
 # ----------------------------------------------------------------------------------------------

@@ -153,6 +153,17 @@ def test_standing_samples_are_calm(small_set):
     assert np.all(y["contacts"] == 1) and np.all(x["traj_gait"][..., 0] == 1)
     # phases cover [0, 1): every quarter has samples
     assert len(np.unique(np.floor(data.phase[standing] * 4))) == 4
+    # half the samples stand still after a little drift: the past moves (at most the drift speed,
+    # straight behind the present), the present and the future do not, and the answer is still "stand"
+    offsets = np.asarray(features.TRAJ_OFFSETS)
+    past_speed = np.linalg.norm(x["traj_pos"][:, 0], axis=-1) / (-offsets[0] / features.SIM_FPS)
+    drifting = past_speed > 1e-6
+    assert 0.3 < drifting.mean() < 0.7 and past_speed.max() <= features.STAND_DRIFT_SPEED + 1e-6
+    np.testing.assert_allclose(x["traj_pos"][:, offsets >= 0], 0.0, atol=1e-7)
+    np.testing.assert_allclose(np.linalg.norm(x["traj_dir"], axis=-1), 1.0, atol=1e-6)
+    straight = x["traj_pos"][drifting][:, offsets < 0]  # every past sample on one line through the root
+    cross = straight[:, :, 0] * straight[:, :1, 1] - straight[:, :, 1] * straight[:, :1, 0]
+    np.testing.assert_allclose(cross, 0.0, atol=1e-6)
     # arms lower than in the clip's raised frames
     hands = [data.skeleton["names"].index(n) for n in ("Hand_L", "Hand_R")]
     raised = clip_features(bvh.load(str(STAND)), data.layout)
