@@ -244,3 +244,10 @@ def test_pfnn_train_under_torchrun_stops_on_ctrl_c_with_a_resumable_checkpoint(t
     saved = load_checkpoint(resume)
     assert resume.stat().st_mtime_ns > first_epoch_state  # written again at the stop
     assert saved.meta["resume"]["world_size"] == 2 and "rng.torch.rank1" in saved.training_state
+
+
+def test_default_threads_share_the_cores_among_torchruns_processes():
+    cores = os.cpu_count() or 1
+    assert train_module.default_threads({}) == cores
+    assert train_module.default_threads({"LOCAL_WORLD_SIZE": "2"}) == max(cores // 2, 1)
+    assert train_module.default_threads({"LOCAL_WORLD_SIZE": str(4 * cores)}) == 1  # never 0
