@@ -36,7 +36,6 @@ from torch.nn import functional
 from pfnn_core import bvh, data_checks, distributed
 from pfnn_core.checkpoint import NORM_NAMES, load_checkpoint, save_checkpoint
 from pfnn_core.dataset_cache import NormalisedRows, remembered
-from pfnn_core.features import SIM_FPS
 from pfnn_core.model import PFNN, ModelConfig
 from pfnn_core.threads import set_thread_counts
 
@@ -71,8 +70,6 @@ class TrainConfig:
     feedback_ramp_epochs: int = 0  # epochs to ramp the feedback 0 -> max; 0 = half of `epochs`
     root_velocity_weight: float = 0.5  # weight of the root-velocity consistency term (m/s)
     foot_skating_weight: float = 0.5   # weight of the foot-skating term (m/s)
-    foot_slide_weight: float = 1.0     # weight of the rollout's foot-slide term (m/s): feet placed by two
-                                       # consecutive predicted poses and the predicted root motion
     val_fraction: float = 0.1     # share of clips held out for validation
     seed: int = 0                 # data split, initialisation, batches, dropout, feedback draws
     patience: int = 10            # epochs without validation improvement before stopping early
@@ -152,8 +149,6 @@ class _Tensors:
     root_vel: torch.Tensor        # indices in y
     joint_vel: torch.Tensor       # indices in y, [J * 3]
     contacts: torch.Tensor        # indices in y, [4]
-    joint_pos: torch.Tensor       # indices in y, [J * 3]
-    root_yaw_rate: torch.Tensor | None  # indices in y, [1] (None: a layout without turning)
     foot_joints: torch.Tensor     # joint indices of the 4 contact joints
     style: torch.Tensor | None    # [N] long style index of each row; None for a model without styles
     num_styles: int = 0           # width of the model's style input (one-hot per batch, `_style_of`)
@@ -190,9 +185,6 @@ def _to_device(data, norm, device, on_demand: bool | None = None) -> _Tensors:
         root_vel=as_long(_indices(y_layout, "root_vel")),
         joint_vel=as_long(_indices(y_layout, "joint_vel")),
         contacts=as_long(_indices(y_layout, "contacts")),
-        joint_pos=as_long(_indices(y_layout, "joint_pos")),
-        root_yaw_rate=(as_long(_indices(y_layout, "root_yaw_rate")) if "root_yaw_rate" in y_layout.names
-                       else None),
         foot_joints=as_long(_foot_joint_indices(data)),
         style=as_long(data.style) if num_styles(data) else None, num_styles=num_styles(data),
     )
@@ -246,37 +238,6 @@ def sample_losses(pred: torch.Tensor, target: torch.Tensor, tensors: _Tensors, c
     return {"total": total, "fit": fit, "root_velocity": root_velocity, "foot_skating": foot_skating}
 
 
-def _physical(values, index, tensors: _Tensors):
-    return values[:, index] * tensors.y_std[index] + tensors.y_mean[index]
-
-
-def foot_steps(before: torch.Tensor, after: torch.Tensor, tensors: _Tensors, dt: float) -> torch.Tensor:
-    """Horizontal speed (m/s) [B, 4] of the contact joints from frame i to i+1, from two consecutive
-    normalised outputs: the joints of frame i+1 (in root frame i+1) brought into root frame i by the
-    root motion that frame i+1's output predicts (velocity and yaw rate), minus the joints of frame i.
-    This is how the runtime places the feet, so a slide here is a slide on screen."""
-    def feet(values):
-        return _physical(values, tensors.joint_pos, tensors).reshape(len(values), -1, 3)[:, tensors.foot_joints]
-
-    p0, p1 = feet(before), feet(after)
-    velocity = _physical(after, tensors.root_vel, tensors)
-    turn = (torch.zeros_like(velocity[:, :1]) if tensors.root_yaw_rate is None
-            else _physical(after, tensors.root_yaw_rate, tensors)[:, :1] * dt)
-    c, s = torch.cos(turn), torch.sin(turn)
-    x = c * p1[..., 0] + s * p1[..., 2] + velocity[:, :1] * dt
-    z = -s * p1[..., 0] + c * p1[..., 2] + velocity[:, 1:] * dt
-    return torch.hypot(x - p0[..., 0], z - p0[..., 2]) / dt
-
-
-def foot_slide(before_pred, pred, before_target, target, tensors: _Tensors, dt: float) -> torch.Tensor:
-    """[B]: contact-weighted excess of the predicted feet's speed between two consecutive frames over the
-    mocap's (labelled contact at both frames); 0 for a perfect prediction, never against the data."""
-    contact = (_physical(before_target, tensors.contacts, tensors).clamp(0.0, 1.0)
-               * _physical(target, tensors.contacts, tensors).clamp(0.0, 1.0))
-    excess = torch.relu(foot_steps(before_pred, pred, tensors, dt) - foot_steps(before_target, target, tensors, dt))
-    return (contact * excess).mean(-1)
-
-
 def rollout_loss(model: PFNN, tensors: _Tensors, start_rows: torch.Tensor, config: TrainConfig,
                  feedback_probability: float) -> torch.Tensor:
     """Mean loss over rollouts of `rollout_length` frames from `start_rows`.
@@ -284,26 +245,20 @@ def rollout_loss(model: PFNN, tensors: _Tensors, start_rows: torch.Tensor, confi
     From the second frame on, each rollout's input pose is, with `feedback_probability`, the model's own
     previous prediction instead of the data (scheduled sampling). The fed-back pose is detached: the
     model learns to recover from its own errors without back-propagating through time. A rollout that
-    reaches its clip's end stops contributing. From the second frame on, consecutive predictions also
-    pay `foot_slide` (weighted by `foot_slide_weight`).
+    reaches its clip's end stops contributing.
     """
     rows = start_rows
     active = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
     total = torch.zeros((), device=rows.device)
     count = torch.zeros((), device=rows.device)
-    fed_pose = previous = None
+    fed_pose = None
     for step in range(config.rollout_length):
         x = tensors.x[rows]
         if fed_pose is not None:
             feed = torch.rand(len(rows), device=rows.device) < feedback_probability
             x[:, tensors.x_pose] = torch.where(feed[:, None], fed_pose, x[:, tensors.x_pose])
         pred = model(x, tensors.phase[rows], _style_of(tensors, rows))
-        target = tensors.y[rows]
-        losses = sample_losses(pred, target, tensors, config)["total"]
-        if previous is not None and config.foot_slide_weight:
-            losses = losses + config.foot_slide_weight * foot_slide(previous[0], pred, previous[1], target, tensors,
-                                                                    1.0 / SIM_FPS)
-        previous = (pred, target)
+        losses = sample_losses(pred, tensors.y[rows], tensors, config)["total"]
         total = total + (losses * active).sum()
         count = count + active.sum()
         following = tensors.next_index[rows]

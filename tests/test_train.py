@@ -87,8 +87,7 @@ def data():
 def tiny_config(tmp_path, **overrides) -> TrainConfig:
     values = dict(out=str(tmp_path / "tiny.safetensors"), hidden_size=32, epochs=3, batch_size=32,
                   lr=3e-3, dropout=0.1, rollout_length=3, feedback_max=0.5, patience=10, seed=3,
-                  val_fraction=0.25, device="cpu", threads=1,
-                  foot_slide_weight=0.0)  # the synthetic poses and root motion are not one body's
+                  val_fraction=0.25, device="cpu", threads=1)
     values.update(overrides)
     return TrainConfig(**values)
 
@@ -248,33 +247,3 @@ def test_tiny_real_run_on_bundled_clips_lowers_validation_loss(tmp_path, bundled
     assert checkpoint.meta["skeleton"]["names"] == real.skeleton["names"]
     x = torch.as_tensor((real.x[:5] - checkpoint.norm["x_mean"].numpy()) / checkpoint.norm["x_std"].numpy())
     assert checkpoint.model(x, torch.as_tensor(real.phase[:5])).shape == (5, real.y.shape[1])
-
-
-def test_foot_steps_of_the_mocap_outputs_are_its_feet_moving_in_the_world(bvh_dir):
-    """The foot-slide term places the feet the way the runtime does: two consecutive outputs and the
-    root motion between them. On the mocap's own outputs that is exactly how its feet move."""
-    from pfnn_core import bvh, features
-
-    motion = bvh.load(bvh_dir / "dataset-2_walk-turn-left_normal_001.bvh.gz")
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts, runs=False)
-    data = type("D", (), {})()
-    data.layout, data.x, data.y, data.phase = layouts, clip.x, clip.y, clip.phase
-    data.next_index = np.r_[np.arange(1, len(clip.x)), -1]
-    data.skeleton = features.skeleton_dict(motion)
-    data.style, data.styles = np.zeros(len(clip.x), int), []
-    norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
-    tensors = train_module._to_device(data, norm, torch.device("cpu"))
-    speeds = train_module.foot_steps(tensors.y[:-1], tensors.y[1:], tensors, 1.0 / 60).numpy()
-    feet = clip.labels.global_positions[:, clip.labels.contact_joints]  # frame r + 1 is row r
-    world = np.linalg.norm(np.diff(feet[1:, :, [0, 2]], axis=0), axis=-1) * 60
-    np.testing.assert_allclose(speeds, world, atol=2e-3)
-    assert world.max() > 2.0  # the feet swing: the test is not about still feet
-    # the data against itself slides by nothing; a prediction whose feet drift does
-    same = train_module.foot_slide(tensors.y[:-1], tensors.y[1:], tensors.y[:-1], tensors.y[1:], tensors, 1 / 60)
-    assert float(same.abs().max()) == 0.0
-    drifted = tensors.y[1:].clone()
-    drifted[:, tensors.root_vel] += 0.5 / tensors.y_std[tensors.root_vel]  # the root 0.5 m/s faster: feet slide
-    slide = train_module.foot_slide(tensors.y[:-1], drifted, tensors.y[:-1], tensors.y[1:], tensors, 1 / 60)
-    contact = (clip.y[:-1, layouts.y.slice("contacts")] * clip.y[1:, layouts.y.slice("contacts")]).mean(-1)
-    assert float(slide.mean()) > 0.3 * float(contact.mean())
