@@ -227,3 +227,24 @@ def test_floor_heights_are_the_median_height_over_labelled_contacts():
     assert np.isnan(floor[2])  # never in contact: no level
     pooled = features.floor_heights([(heights, contacts), other])
     assert pooled[1] == pytest.approx(np.median(np.r_[heights[:10, 1], [0.05] * 4])) and pooled[2] == pytest.approx(0.05)
+
+
+def test_side_steps_and_backward_walks_keep_their_direction_and_mirror_into_the_other_side():
+    from pfnn_core.kinematics import mirror_keep_skeleton
+
+    folder = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds1"
+    left = bvh.load(folder / "dataset-1_walk-left_normal_001.bvh.gz")
+    back = bvh.load(folder / "dataset-1_walk-back_normal_001.bvh.gz")
+    layouts = make_layouts(left.num_joints)
+
+    def mean_velocity(motion):
+        return layouts.y.unpack(clip_features(motion, layouts, runs=False).y)["root_vel"].mean(axis=0)
+
+    # Dataset 1's "walk-left" is a walk toward the character's left (+x in the root frame) with the body
+    # and toes turned most of the way into it (15-47 degrees off the facing by style), not a side-step
+    # at 90 degrees: the data has no true side-steps. Its mirror walks to the right.
+    stepping_left, mirrored = mean_velocity(left), mean_velocity(mirror_keep_skeleton(left))
+    assert stepping_left[0] > 0.2 and stepping_left[1] > 0.5
+    np.testing.assert_allclose(mirrored, stepping_left * [-1.0, 1.0], atol=0.02)
+    backwards = mean_velocity(back)
+    assert backwards[1] < -0.4 and abs(backwards[1]) > 3 * abs(backwards[0])
