@@ -45,6 +45,9 @@ CONTROLS = (
     Control("strafe", "Character", "strafe: keep the facing while moving", _keys(key.Q, key.E), held=True,
             gamepad=("lefttrigger",), gamepad_label="left trigger"),
     Control("reset_character", "Character", "reset the character to the origin", _keys(key.SPACE), gamepad=("y",)),
+    Control("next_style", "Character", "next style (most data first; the panel's Style section lists them)",
+            _keys(key.N), gamepad=("b",)),
+    Control("previous_style", "Character", "previous style", _keys(key.N, modifiers=SHIFT)),
     # --- time (the live simulation and playback)
     Control("toggle_pause", "Time", "pause / resume the simulation", _keys(key.K), gamepad=("start",)),
     Control("step_forward", "Time", "one tick (1/60 s) forward (pauses)", _keys(key.PERIOD),

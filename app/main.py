@@ -35,7 +35,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--bvh", help="start playing this BVH file")
     parser.add_argument("--headless", action="store_true", help="render offscreen (EGL), no window")
     parser.add_argument("--script", help='scripted input JSON: {"segments": [{"duration", "move": [x, z], '
-                                         '"run", "face": [x, z]}]}')
+                                         '"run", "face": [x, z], "style": "name" or {"name": weight}}]}')
     parser.add_argument("--frames", type=int, default=240, help="frames to run in headless mode")
     parser.add_argument("--screenshot", help="save the last frame to this PNG (headless mode)")
     parser.add_argument("--video", help="record every frame to this MP4 (headless: the --frames frames at "
@@ -138,6 +138,7 @@ class Viewer:
         self.window.push_handlers(on_key_press=self._sync_imgui_modifiers, on_key_release=self._sync_imgui_modifiers)
         self.script, self.sim_time, self.frame_count = None, 0.0, 0
         self.strafe_facing = None
+        self.styled_segment = None  # the script segment whose style was applied last
         self.live_source, self.source = None, None
         self.training_job, self.recorder, self.video = None, None, None
         self.closed = False  # the user asked to quit (the loop ends)
@@ -174,6 +175,7 @@ class Viewer:
         """Run the checkpoint at `path`; on failure the running character stays and the panel shows why."""
         from app.live import LiveSource
         from app.messages import failure_message
+        from app.style_panel import style_panel_for
         from pfnn_core.settings import RuntimeSettings
 
         text = str(path).strip()
@@ -195,6 +197,8 @@ class Viewer:
         self.state.model.error = ""
         self.state.model.path = path
         self.state.model.summary = summary
+        self.state.style = style_panel_for(live.style_names, live.checkpoint.meta)
+        self._sync_style()
         if not self.state.playback.active:
             self.source = live
         self._reset_frames()
@@ -255,6 +259,8 @@ class Viewer:
 
         return {
             "reset_character": lambda: state.request("reset"),
+            "next_style": lambda: self.cycle_style(+1),
+            "previous_style": lambda: self.cycle_style(-1),
             "toggle_pause": lambda: setattr(transport, "paused", not transport.paused),
             "step_forward": lambda: self.step_ticks(1),
             "step_back": lambda: self.step_ticks(-1),
@@ -281,6 +287,67 @@ class Viewer:
             "escape": self.escape,
             "quit": self.quit,
         }
+
+    # ---- styles --------------------------------------------------------------------------------
+    def _styled_live(self):
+        """The live source when its model has a style input, else None."""
+        return self.live_source if getattr(self.live_source, "style_names", None) else None
+
+    def set_style(self, weights) -> None:
+        """Every live character's style weights [S] from the next tick."""
+        live = self._styled_live()
+        if live is None:
+            return
+        try:
+            live.set_style(weights)
+        except ValueError as error:
+            self.state.messages.append(f"Style not set: {error}")
+        self._sync_style()
+
+    def cycle_style(self, step: int) -> None:
+        """The next (or previous) style of the list, most data first, after the one running."""
+        from app.style_panel import dominant_style, next_style, one_style
+
+        panel, live = self.state.style, self._styled_live()
+        if live is None:
+            return
+        panel.selected = next_style(panel.rows, dominant_style(panel.names, live.style_weights), step)
+        panel.blending = False
+        self.set_style(one_style(panel.names, panel.selected))
+
+    def _sync_style(self) -> None:
+        """Mirror the followed character's style into the panel; when it changed (the panel, a key, a
+        script, stepping back, a new model) the full-stick speeds follow it."""
+        from app.live import apply_style_speeds
+        from app.style_panel import ONE_HOT, dominant_style
+
+        panel, live = self.state.style, self._styled_live()
+        if live is None:
+            panel.running = ()
+            return
+        running = tuple(float(w) for w in live.style_weights)
+        if running == panel.running:
+            return
+        panel.running = running
+        for settings in (self.state.settings, self.state.model_defaults):
+            apply_style_speeds(settings, live.checkpoint.meta, panel.names, running)
+        if not panel.blending and max(running) >= ONE_HOT:
+            panel.selected = dominant_style(panel.names, running)
+
+    def _script_style(self, segment) -> None:
+        """A script segment's style, once when the segment starts (the keys and panel may change it after)."""
+        from pfnn_core.drive import ScriptError, style_weights
+
+        if segment.style is None or segment is self.styled_segment:
+            return
+        self.styled_segment = segment
+        live = self._styled_live()
+        try:
+            weights = style_weights(segment.style, live.style_names if live else [], "script style")
+        except ScriptError as error:
+            self.state.messages.append(str(error))
+            return
+        self.set_style(weights)
 
     def run_action(self, name: str) -> None:
         self.actions[name]()
@@ -323,7 +390,9 @@ class Viewer:
         if self.script is not None:
             from pfnn_core.drive import command_for
 
-            return command_for(self.script.segment_at(self.sim_time), settings)
+            segment = self.script.segment_at(self.sim_time)
+            self._script_style(segment)
+            return command_for(segment, settings)
         frame = self.devices.frame(settings.stick_deadzone)
         if self.flying():
             frame = InputFrame(np.zeros(2), False, False, frame.camera)
@@ -415,6 +484,8 @@ class Viewer:
                 self._reset_frames()
             elif name == "action":
                 self.run_action(payload)
+            elif name == "set_style":
+                self.set_style(payload)
             elif name == "camera_mode":
                 self.camera.set_mode(payload)
             elif name == "start_training":
@@ -687,6 +758,7 @@ class Viewer:
         if self.video is not None:
             self.state.capture.video_frames += self.video.add(self.read_pixels(), real_dt)
         self.handle_requests()
+        self._sync_style()
         stats = self.state.stats
         # frame rate from the wall clock between frames (headless runs feed a fixed dt, so not from real_dt)
         interval = start - self._last_frame_start if self._last_frame_start is not None else real_dt
@@ -711,9 +783,13 @@ class Viewer:
         speed = 0.0
         if past is not None and len(past) > 10:
             speed = float(np.linalg.norm((past[-1] - past[-11])[[0, 2]]) / (10 * SIM_DT))
+        from app.style_panel import weights_label
+
         gait = "playback" if isinstance(self.source, PlaybackSource) else getattr(self.source, "gait", None)
+        style = self.state.style
         self.state.hud.update(phase=float(frame.phase), speed=speed,
-                              gait=gait or ("stand" if speed < 0.2 else "walk" if speed < 2.0 else "run"))
+                              gait=gait or ("stand" if speed < 0.2 else "walk" if speed < 2.0 else "run"),
+                              style=weights_label(style.names, style.running) if self.source is self.live_source else "")
 
     def render_scene(self, frames) -> None:
         from app.overlays import build_overlays
@@ -838,6 +914,11 @@ def main(argv=None) -> int:
                     msaa=args.msaa, capture_dir=args.capture_dir)
     viewer.script = script
     viewer.state.view_mode = args.view
+    problem = script_style_error(script, viewer) if script is not None and viewer.state.model.path else ""
+    if problem:
+        print(f"pfnn-viewer: {args.script}: {problem}", file=sys.stderr)
+        viewer.close()
+        return 2
     if args.headless:
         return run_headless(viewer, args)
     if args.video:
@@ -845,6 +926,20 @@ def main(argv=None) -> int:
     viewer.run()
     viewer.close()
     return 0
+
+
+def script_style_error(script, viewer: Viewer) -> str:
+    """Why a script's segment styles do not suit the running model ('' when they do)."""
+    from pfnn_core.drive import ScriptError, style_weights
+
+    live = viewer._styled_live()
+    for index, segment in enumerate(script.segments):
+        if segment.style is not None:
+            try:
+                style_weights(segment.style, live.style_names if live else [], f"segments[{index}].style")
+            except ScriptError as error:
+                return str(error)
+    return ""
 
 
 def run_headless(viewer: Viewer, args) -> int:

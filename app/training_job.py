@@ -56,8 +56,7 @@ def training_config(form, resume: bool, work_dir):
 def run_training(config, progress: Callable[[dict], None], stop: threading.Event):
     """The worker's stages, each stoppable: check the resume file, load the data (the stop flag is
     read after every file), train. Raises StoppedEarly when stopped before training began."""
-    from pfnn_core.features import build_training_data
-    from pfnn_core.train import resume_config, train
+    from pfnn_core.train import load_training_data, resume_config, train
 
     if config.resume:
         progress({"event": "checking", "path": config.resume})
@@ -71,7 +70,7 @@ def run_training(config, progress: Callable[[dict], None], stop: threading.Event
             raise StoppedEarly("loading data")
 
     progress({"event": "loading", "files_done": 0, "files": None})
-    data = build_training_data(list(config.data), mirror=config.mirror, progress=on_file)
+    data = load_training_data(config, progress=on_file)  # labelled, through the dataset cache, like pfnn-train
     if stop.is_set():
         raise StoppedEarly("loading data")
     return train(config, progress=progress, stop=stop, data=data)

@@ -21,6 +21,7 @@ from app.editor_panel import EditorPanel, editor_section
 from app.overlays import phase_dial_outline
 from app.renderer import VIEW_MODES
 from app.path_fields import apply_choice, path_field, remember_rect
+from app.style_panel import StylePanel, style_section
 from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
 from pfnn_core.settings import RuntimeSettings, tunable_fields
 
@@ -107,9 +108,10 @@ class ViewerState:
     show_help: bool = False  # the F1 overlay listing every control
     view_mode: str = "mesh"  # how bodies are drawn: one of VIEW_MODES (read by the renderer)
     camera_mode: str = "follow"  # mirrors the camera (the panel asks for changes with a request)
-    open_sections: tuple = ("Model", "View", "Stats")  # panel sections open now (clicks on headers edit it)
+    open_sections: tuple = ("Model", "Style", "View", "Stats")  # panel sections open now (clicks on headers edit it)
     source_label: str = ""
     model: ModelPanel = field(default_factory=ModelPanel)
+    style: StylePanel = field(default_factory=StylePanel)  # the model's styles, the one or the blend asked for
     # what "Reset to defaults" restores: the loaded model's values (`RuntimeSettings.from_checkpoint_meta`)
     model_defaults: RuntimeSettings = field(default_factory=RuntimeSettings)
     train: TrainPanel = field(default_factory=TrainPanel)
@@ -124,7 +126,7 @@ class ViewerState:
     field_rects: dict = field(default_factory=dict)  # screen rects (x0, y0, x1, y1) of named widgets, last frame
     editor: EditorPanel = field(default_factory=EditorPanel)
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
-    hud: dict = field(default_factory=dict)  # phase, speed, gait of the followed character
+    hud: dict = field(default_factory=dict)  # phase, speed, gait, style of the followed character
     messages: list = field(default_factory=list)  # recent notices (gamepads, saves)
     requests: list = field(default_factory=list)  # (name, payload) for the app
 
@@ -265,7 +267,8 @@ def tune_section(state: ViewerState) -> None:
     if imgui.button("Reset to defaults"):
         reset_settings(state.settings, state.model_defaults)
     remember_rect(state, "reset_settings")
-    _tooltip("The loaded model's values (its walk and run speeds) and the runtime's defaults for the rest")
+    _tooltip("The loaded model's values (its walk and run speeds, for the current style) and the runtime's "
+             "defaults for the rest")
     imgui.push_item_width(140)
     for field_ in tunable_fields(state.settings):
         setting_widget(state.settings, field_)
@@ -503,6 +506,8 @@ def hud_window(state: ViewerState, display_size) -> None:
     imgui.text(f"phase {state.hud.get('phase', 0.0):.2f}")
     imgui.text(f"speed {state.hud.get('speed', 0.0):.2f} m/s")
     imgui.text(f"gait  {state.hud.get('gait', '-')}")
+    if state.hud.get("style"):
+        imgui.text(f"style {state.hud['style']}")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{state.stats.get('fps', 0.0):.0f} FPS")
     imgui.end_group()
     transport = state.transport
@@ -620,7 +625,7 @@ def panel(state: ViewerState, display_size) -> None:
     imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, display_size[1] - 24), imgui.Cond_.always)
     imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize |
                 imgui.WindowFlags_.no_collapse)
-    sections = (("Model", model_section), ("Time", time_section), ("View", view_section), ("Tune", tune_section),
+    sections = (("Model", model_section), ("Style", style_section), ("Time", time_section), ("View", view_section), ("Tune", tune_section),
                 ("Train", train_section), ("Playback", playback_section), ("Record", record_section),
                 ("Editor", editor_section), ("Capture", capture_section), ("Stats", stats_section))
     for title, section in sections:

@@ -32,6 +32,7 @@ import numpy as np
 
 from pfnn_core import bvh
 from pfnn_core.checkpoint import CheckpointError, load_checkpoint
+from pfnn_core.jsonfile import read_json
 from pfnn_core.controller import Command, command_from_world_move
 from pfnn_core.features import SIM_FPS
 from pfnn_core.quat import quat_to_yaw
@@ -194,16 +195,7 @@ def parse_script(data, source: str = "script") -> DriveScript:
 
 
 def load_script(path) -> DriveScript:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ScriptError(f"{path}: cannot read the script ({error.strerror or error})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ScriptError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
-    return parse_script(data, str(path))
+    return parse_script(read_json(path, "script", ScriptError), str(path))
 
 
 def command_for(segment: Segment, settings: RuntimeSettings) -> Command:

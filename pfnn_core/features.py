@@ -2,8 +2,9 @@
 
 Owns (contract in ARCHITECTURE.md): `SIM_FPS`, `TRAJ_OFFSETS`, `FUTURE_OFFSETS`, `root_frames`,
 `gait_from_speed`, `FeatureLayout` (named slices; the only place that knows offsets), `make_layouts`,
-`clip_features`, `build_training_data -> TrainingData`, `normalisation`, `split_by_clip`,
-`skeleton_dict`.
+`clip_features`, `build_training_data -> TrainingData` (one file's share in `clip_samples`, which a
+process pool can run; the result cached by `dataset_cache` under `feature_config`), `normalisation`,
+`split_by_clip`, `skeleton_dict`.
 
 Conventions: Y up, metres, seconds; yaw about +Y with yaw 0 facing +Z (`quat_from_yaw`). A vector in
 "root frame i" is the world vector rotated by the inverse root yaw of frame i, relative to the root
@@ -22,15 +23,19 @@ Decisions measured on the bundled data (see tests/test_features.py for the check
   zero root motion and trajectory, facing straight ahead, gait 'stand', contacts on, dphase 0. Each
   arms-down run is replicated STANDING_REPLICAS times with phase offsets spread over [0, 1), so a zero
   command gives a calm pose at whatever phase the runtime holds (raised arms are never shown as
-  "standing", and standing does not tie to phase 0 only).
+  "standing", and standing does not tie to phase 0 only). Every other replica sees a past trajectory
+  that drifts a little (`with_past_drift`) and must still stand still.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -38,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from pfnn_core import bvh, quat
+from pfnn_core import bvh, data_checks, quat
 from pfnn_core.quat import wrap_angle
 from pfnn_core.contacts import contact_joint_order, foot_contacts, foot_joints, joint_side
 from pfnn_core.kinematics import forward_kinematics
@@ -60,12 +65,16 @@ EXTRAPOLATION_FIT_FRAMES = 10
 MIN_CLIP_S = 0.5
 STANDING_MAX_SPEED = 0.25  # m/s: a clip whose mean root speed is below this is standing data
 ARMS_DOWN_TOLERANCE = 0.05  # m: hands within this height of the clip's first frame are "down"
-STANDING_REPLICAS = 4
-PLAUSIBLE_SPEED = (0.05, 6.0)  # m/s mean clip speed outside this: warn (a wrong Frame Time?)
+STANDING_REPLICAS = 40  # calm standing ~10% of the bundled set: at 2% (8) the network stood still only to 0.1 m/s
+STAND_DRIFT_SPEED = 0.3  # m/s: the most a standing sample's past trajectory drifts (see `with_past_drift`)
+STAND_DRIFT_TURN = 0.4  # rad/s
 STAND_FADE = (0.1, 0.35)  # m/s: gait 'stand' fades out between these speeds
 RUN_FADE = (1.6, 2.2)  # m/s: without content labels, 'run' fades in between these speeds
 SKELETON_TOLERANCE_M = 0.002  # bone offsets of one training set may differ by this much (dataset 1: 0.4 mm)
-FEATURE_VERSION = 2  # bump when the features computed from the same files change (keys the dataset cache)
+FEATURE_VERSION = 4  # bump when the features computed from the same files change (keys the dataset cache)
+# Modules whose code decides the samples: their source is part of the dataset cache key.
+FEATURE_CODE_MODULES = ("bvh", "quat", "kinematics", "contacts", "phase", "features", "data_checks", "labels")
+MIN_FILES_PER_WORKER = 32  # automatic worker count: a process pool only for sets this large per worker
 
 
 # ----------------------------------------------------------------------------------------------
@@ -525,9 +534,27 @@ def calm_standing_samples(features: ClipFeatures, layouts: ModelLayout, replicas
         offsets = (replica + rng.random(run_id.max() + 1)) / replicas
         phases.append(offsets[run_id])
         nexts.append(np.where(last_in_run, -1, np.arange(len(keep)) + 1 + replica * len(keep)))
-        xs.append(x)
+        xs.append(with_past_drift(x, layouts, rng, run_id) if replica % 2 else x)
         ys.append(y)
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(phases), np.concatenate(nexts)
+
+
+def with_past_drift(x, layouts: ModelLayout, rng, run_id) -> np.ndarray:
+    """Calm standing inputs whose PAST trajectory drifts a little (up to STAND_DRIFT_SPEED and
+    STAND_DRIFT_TURN, one draw per run of rows), the future still standing: the answer stays "stand
+    still" (zero root motion). Without them a network driven by its own root motion feeds a small
+    drift back through the past trajectory and walks off while it should stand."""
+    x = x.copy()
+    parts = layouts.x.unpack(x)
+    runs = run_id.max() + 1
+    speed = rng.uniform(0.0, STAND_DRIFT_SPEED, runs)[run_id]
+    heading = rng.uniform(-np.pi, np.pi, runs)[run_id]
+    turn = rng.uniform(-STAND_DRIFT_TURN, STAND_DRIFT_TURN, runs)[run_id]
+    times = np.minimum(np.asarray(TRAJ_OFFSETS, float), 0.0) / SIM_FPS  # s, 0 for now and the future
+    parts["traj_pos"][...] = (speed[:, None, None] * times[None, :, None]
+                              * np.stack([np.sin(heading), np.cos(heading)], axis=-1)[:, None, :])
+    parts["traj_dir"][...] = np.stack([np.sin(turn[:, None] * times), np.cos(turn[:, None] * times)], axis=-1)
+    return x
 
 
 # ----------------------------------------------------------------------------------------------
@@ -644,6 +671,24 @@ def data_hash(paths, settings: dict) -> str:
     return digest.hexdigest()[:16]
 
 
+def feature_config(mirror: bool, standing_replicas: int, seed: int, clip_labels=(), label_rule: str = "filename") -> dict:
+    """Everything besides the files that decides the built samples; the dataset cache's key holds it,
+    with the clip labels and the rule that gave them, and a digest of the code that makes the samples
+    (so an edit can never be served stale samples)."""
+    return {"mirror": bool(mirror), "standing_replicas": int(standing_replicas), "seed": int(seed),
+            "fps": SIM_FPS, "version": FEATURE_VERSION, "code": _feature_code_digest(), "label_rule": str(label_rule),
+            "labels": [[label.style, label.content] for label in clip_labels]}
+
+
+def _feature_code_digest() -> str:
+    import importlib
+
+    digest = hashlib.sha256()
+    for name in FEATURE_CODE_MODULES:
+        digest.update(Path(importlib.import_module(f"pfnn_core.{name}").__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @dataclass
 class _StyleSamples:
     """What one style's clips measure (collected while building, summarised by `style_statistics`)."""
@@ -714,127 +759,299 @@ def standing_stance(labels: ClipLabels, names, parents) -> np.ndarray | None:
 
 
 def build_training_data(paths_or_folder, mirror: bool = True, standing_replicas: int = STANDING_REPLICAS,
-                        seed: int = 0, cache_dir=None, progress=None, label_rule=None) -> TrainingData:
+                        seed: int = 0, cache_dir=None, progress=None, workers: int = 1,
+                        label_rule=None) -> TrainingData:
     """Load every BVH, label it (`pfnn_core.labels`), make samples (plus mirrored copies), calm standing
     samples, style, stride and floor statistics.
 
-    Raises ValueError naming the file for: no BVH, mixed skeletons, a clip too short to window, a clip
-    the labelling rule cannot label. Warns (logging) when a clip's mean speed is implausible.
-    cache_dir: when given, the result is cached there as .npz keyed by a hash of files and settings.
+    Raises ValueError naming the file(s) for: no BVH, a clip the labelling rule cannot label, an
+    unreadable file, mixed skeletons, a clip too short to window (every file is checked first; the
+    message lists them all). Warnings about the data (`data_checks`: implausible speeds, reference-pose
+    first frames, missing or fragmented contacts, duplicates, mixed frame rates) are logged and kept in
+    `summary["findings"]`.
+    cache_dir: when given, the result is stored there (`dataset_cache`) keyed by the files' contents and
+    `feature_config` (settings, labels, feature code), and a later call with the same files, settings and
+    labels reads it back memory-mapped.
+    workers: processes building clips in parallel (0 = one per CPU core); the samples do not depend on it.
+    progress: called as progress(files_done, files_total).
     """
-    import time
-
     from pfnn_core import labels as labelling
+
+    paths = bvh_paths(paths_or_folder)
+    rule = label_rule or labelling.LabelRule()
+    labels = labelling.label_clips(paths, rule)
+    config = feature_config(mirror, standing_replicas, seed, labels, rule.describe())
+
+    def build() -> TrainingData:
+        return _build_training_data(paths, labels, config, progress, workers)
+
+    if cache_dir is None:
+        return build()
+    from pfnn_core import dataset_cache
+
+    return dataset_cache.load_or_build(paths, config, build, TrainingData, cache_dir)
+
+
+@dataclass
+class ClipTask:
+    """What `clip_samples` needs to turn one file into samples (small and picklable, for a process pool)."""
+
+    path: Path
+    reference: object  # the first file's skeleton (a Motion with one frame): every file must match it
+    label: object  # its labels.ClipLabel
+    style_id: int  # index of its style in the set's sorted style names
+    num_styles: int
+    mirror: bool
+    standing_replicas: int
+    seed: int
+
+
+@dataclass
+class ClipStatistics:
+    """What the unmirrored clip adds to its style's and the pooled statistics, the floor and the stance;
+    measured by `clip_samples` (in a worker process, perhaps), combined by `_collect_statistics`."""
+
+    kind: str  # motion_kind of its label
+    content: str
+    seconds: float
+    standing: bool  # a standing clip (then only `stance` is used)
+    mean_speed: float = 0.0
+    cycle_speeds: np.ndarray = None
+    stride_lengths: np.ndarray = None
+    planted: tuple = None  # (heights [F, 4], contacts [F, 4] bool) of the contact joints
+    stance: np.ndarray = None  # `standing_stance` of a standing clip, when it has arms-down frames
+
+
+@dataclass
+class ClipSamples:
+    """One file's contribution to the training set."""
+
+    path: str
+    # per kept version (the clip, its mirror): TrainingData's per-row fields by name (next_index local to the
+    # version, clip id added when the set is assembled); a per-row field added here is assembled as it is
+    versions: list = field(default_factory=list)
+    statistics: ClipStatistics | None = None  # of the unmirrored clip; None when the file is unusable
+    duration_s: float = 0.0
+    fps: float = 0.0
+    content_digest: str = ""  # of the decompressed file, to find duplicates
+    findings: list = field(default_factory=list)  # data_checks.Finding
+
+
+def _error_finding(path, error: Exception) -> data_checks.Finding:
+    message = str(error)
+    for prefix in (f"{path}: ", f"{path.name}: "):
+        message = message.removeprefix(prefix)
+    return data_checks.Finding(str(path), "error", message)
+
+
+def clip_samples(task: ClipTask) -> ClipSamples:
+    """The samples one file gives (and its mirrored copy's), with its measurements and data-check findings.
+
+    Depends on no other file (its random draws come from the seed and its file name), so files can be
+    built in any order, in parallel worker processes, with the same result. Problems that make the file
+    unusable are returned as error findings, not raised, so one run reports every bad file.
+    """
     from pfnn_core.kinematics import mirror_keep_skeleton as mirror_motion
 
-    started = time.perf_counter()
-    paths = bvh_paths(paths_or_folder)
-    clip_labels = labelling.label_clips(paths, label_rule)
-    styles = sorted({label.style for label in clip_labels})
-    settings = {"mirror": mirror, "standing_replicas": standing_replicas, "seed": seed, "fps": SIM_FPS,
-                "version": FEATURE_VERSION, "labels": [[l.style, l.content] for l in clip_labels]}
-    key = data_hash(paths, settings) if cache_dir else None
-    if cache_dir:
-        cached = _load_cache(Path(cache_dir) / f"pfnn-data-{key}.npz")
-        if cached is not None:
-            return cached
-
-    rng = np.random.default_rng(seed)
-    reference, layouts = None, None
-    columns = {name: [] for name in ("x", "y", "phase", "clip", "next", "mirrored", "standing", "style")}
-    per_style = {style: _StyleSamples() for style in styles}
-    pooled = _StyleSamples()
-    planted, stances = [], []
-    row_count = 0
-    for clip_id, (path, label) in enumerate(zip(paths, clip_labels)):
+    path = Path(task.path)
+    result = ClipSamples(path=str(path))
+    try:
+        result.content_digest = data_checks.content_digest(bvh.read_bytes(path))
         motion = bvh.load(str(path))
-        if reference is None:
-            try:
-                skeleton_dict(motion)  # the foot, hip and hand roles every clip needs, found by name
-            except ValueError as error:
-                raise ValueError(f"{path}: {error}") from None
-            reference, layouts = motion, make_layouts(motion.num_joints)
-        else:
-            _check_same_skeleton(reference, motion, path)
-        if motion.duration < MIN_CLIP_S:
-            raise ValueError(f"{path}: clip too short to window ({motion.duration:.2f} s < {MIN_CLIP_S} s)")
-        style_id = styles.index(label.style)
-        kind = motion_kind(label)
-        versions = [(motion, False)] + ([(mirror_motion(motion), True)] if mirror else [])
+        result.fps, result.duration_s = motion.fps, motion.duration
+        reordered = data_checks.reorder_joints(motion, task.reference.names)
+        if reordered is not motion:
+            result.findings.append(data_checks.reorder_finding(path, task.reference.source))
+            motion = reordered
+        _check_same_skeleton(task.reference, motion, path)
+        reference_pose = data_checks.reference_pose_finding(path, motion.global_positions())
+        if reference_pose is not None:
+            result.findings.append(reference_pose)
+            motion = dataclasses.replace(motion, rotations=motion.rotations[1:], positions=motion.positions[1:])
+        too_short = data_checks.too_short_finding(path, motion.duration, MIN_CLIP_S)
+        if too_short is not None:
+            result.findings.append(too_short)
+            return result
+        layouts = make_layouts(motion.num_joints)
+        rng = np.random.default_rng([task.seed, zlib.crc32(path.name.encode())])
+        kind = motion_kind(task.label)
+        runs = None if kind in ("unknown", "stand") else task.label.runs
+        versions = [(motion, False)] + ([(mirror_motion(motion), True)] if task.mirror else [])
         for version, is_mirror in versions:
-            features = clip_features(version, layouts, runs=None if kind in ("unknown", "stand") else label.runs)
+            features = clip_features(version, layouts, runs=runs)
             if not is_mirror:
-                _warn_implausible_speed(path, features)
-                _collect_statistics(features, label, kind, motion.duration, per_style[label.style], pooled,
-                                    planted, stances, version)
+                result.findings += _clip_findings(path, features, version)
+                result.statistics = clip_statistics(features, kind, task.label.content, motion.duration, version)
             if features.is_standing_clip:
-                samples = calm_standing_samples(features, layouts, standing_replicas, rng)
+                samples = calm_standing_samples(features, layouts, task.standing_replicas, rng)
                 if samples is None:
                     continue
                 x, y, phase, next_local = samples
                 standing = np.ones(len(x), bool)
                 # Standing looks alike in every style: each replica is shown as a random style.
-                replica = np.arange(len(x)) // max(len(x) // standing_replicas, 1)
-                style = rng.integers(len(styles), size=standing_replicas + 1)[replica]
+                replica = np.arange(len(x)) // max(len(x) // task.standing_replicas, 1)
+                style = rng.integers(task.num_styles, size=task.standing_replicas + 1)[replica]
             else:
                 x, y, phase = features.x, features.y, features.phase
                 next_local = np.r_[np.arange(1, len(x)), -1]
                 standing = np.zeros(len(x), bool)
-                style = np.full(len(x), style_id)
-            for name, value in (("x", x), ("y", y), ("phase", phase), ("clip", np.full(len(x), clip_id)),
-                                ("next", np.where(next_local >= 0, next_local + row_count, -1)),
-                                ("mirrored", np.full(len(x), is_mirror)), ("standing", standing), ("style", style)):
-                columns[name].append(value)
-            row_count += len(x)
-        if progress:
-            progress(clip_id + 1, len(paths))
+                style = np.full(len(x), task.style_id)
+            result.versions.append({"x": x, "y": y, "phase": phase, "next_index": next_local, "standing": standing,
+                                    "mirrored": np.full(len(x), is_mirror), "style": style})
+    except (ValueError, OSError) as error:
+        result.findings.append(_error_finding(path, error))
+        result.versions, result.statistics = [], None
+    return result
+
+
+def clip_statistics(features: ClipFeatures, kind: str, content: str, seconds: float, motion) -> ClipStatistics:
+    """One unmirrored clip's measurements for the style, floor and stance statistics."""
+    if features.is_standing_clip:
+        return ClipStatistics(kind, content, seconds, standing=True,
+                              stance=standing_stance(features.labels, motion.names, np.asarray(motion.parents)))
+    labels = features.labels
+    return ClipStatistics(kind, content, seconds, standing=False, mean_speed=features.mean_speed,
+                          cycle_speeds=features.cycle_speeds, stride_lengths=features.stride_lengths,
+                          planted=(labels.global_positions[:, labels.contact_joints, 1], labels.contacts))
+
+
+def _clip_findings(path, features: ClipFeatures, motion) -> list:
+    speed = data_checks.speed_finding(path, features.mean_speed, features.is_standing_clip)
+    joint_names = [motion.names[j] for j in features.labels.contact_joints]
+    contacts = data_checks.contact_findings(path, features.labels.contacts, SIM_FPS, joint_names)
+    return ([speed] if speed else []) + contacts
+
+
+def labels_at_sim_rate(motion) -> ClipLabels:
+    """Contacts, phase and root of a clip resampled to SIM_FPS, as the dataset builder labels it."""
+    return clip_labels(_resampled(motion))
+
+
+def skeleton_only(motion):
+    """The motion's first frame only: its skeleton, small enough to send to worker processes or keep per file."""
+    return dataclasses.replace(motion, rotations=motion.rotations[:1], positions=motion.positions[:1])
+
+
+def _worker_count(workers: int, tasks: int) -> int:
+    """`workers`, or for 0 one per CPU core but no more than one per MIN_FILES_PER_WORKER files (starting a
+    worker process costs seconds: a few files build faster in this process)."""
+    if workers <= 0:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        workers = min(cores, tasks // MIN_FILES_PER_WORKER)
+    return max(1, min(workers, tasks))
+
+
+def _run_clip_tasks(tasks: list, workers: int, progress=None) -> list:
+    """clip_samples over every task, in order; in `workers` processes when more than one."""
+    workers = _worker_count(workers, len(tasks))
+    if workers == 1:
+        results = []
+        for done, task in enumerate(tasks, 1):
+            results.append(clip_samples(task))
+            if progress:
+                progress(done, len(tasks))
+        return results
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn, not fork: the caller may be a multi-threaded program (the viewer) or may have torch loaded.
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    results = [None] * len(tasks)
+    try:
+        futures = {pool.submit(clip_samples, task): index for index, task in enumerate(tasks)}
+        for done, future in enumerate(as_completed(futures), 1):
+            results[futures[future]] = future.result()
+            if progress:
+                progress(done, len(tasks))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return results
+
+
+def _build_training_data(paths: list, labels: list, config: dict, progress, workers: int) -> TrainingData:
+    started = time.perf_counter()
+    first = bvh.load(str(paths[0]))
+    try:
+        skeleton_dict(first)  # the foot, hip and hand roles every clip needs, found by name
+    except ValueError as error:
+        raise ValueError(f"{paths[0]}: {error}") from None
+    reference, layouts = skeleton_only(first), make_layouts(first.num_joints)
+    styles = sorted({label.style for label in labels})
+    tasks = [ClipTask(path, reference, label, styles.index(label.style), len(styles), config["mirror"],
+                      config["standing_replicas"], config["seed"]) for path, label in zip(paths, labels)]
+    clips = _run_clip_tasks(tasks, workers, progress)
+
+    findings = [finding for clip in clips for finding in clip.findings]
+    findings += data_checks.duplicate_findings({clip.path: clip.content_digest for clip in clips if clip.content_digest})
+    findings += data_checks.frame_rate_findings({clip.path: clip.fps for clip in clips if clip.fps > 0})
+    for finding in findings:
+        if finding.severity == "warning":
+            log.warning("%s: %s", finding.file, finding.message)
+    message = data_checks.errors_message(findings)
+    if message:
+        raise ValueError(message)
+
+    columns: dict[str, list] = {}
+    per_style = {style: _StyleSamples() for style in styles}
+    pooled = _StyleSamples()
+    planted, stances = [], []
+    row_count = 0
+    for clip_id, (clip, label) in enumerate(zip(clips, labels)):
+        for rows in clip.versions:
+            count = len(rows["x"])
+            rows = {**rows, "clip": np.full(count, clip_id),
+                    "next_index": np.where(rows["next_index"] >= 0, rows["next_index"] + row_count, -1)}
+            for name, values in rows.items():
+                columns.setdefault(name, []).append(values)
+            row_count += count
+        _collect_statistics(clip.statistics, per_style[label.style], pooled, planted, stances)
+    if not columns:
+        raise ValueError(f"{paths[0].parent}: no training samples (only standing clips without calm frames?)")
+    per_row = {name: np.concatenate(parts) for name, parts in columns.items()}
+    for name, dtype in (("x", np.float32), ("y", np.float32), ("phase", np.float32), ("clip", np.int64),
+                        ("next_index", np.int64), ("style", np.int64)):
+        per_row[name] = per_row[name].astype(dtype)
 
     pooled_stats = style_statistics(pooled)
     stride = pooled_stats["stride"] or {"speed": [1.2], "stride_length": [1.4], "linear": [1.4, 0.0], "num_cycles": 0}
     stance = np.concatenate(stances) if stances else None
     data = TrainingData(
-        x=np.concatenate(columns["x"]).astype(np.float32), y=np.concatenate(columns["y"]).astype(np.float32),
-        phase=np.concatenate(columns["phase"]).astype(np.float32),
-        clip=np.concatenate(columns["clip"]).astype(np.int64),
-        next_index=np.concatenate(columns["next"]).astype(np.int64), layout=layouts,
-        clip_names=[p.name for p in paths], skeleton=skeleton_dict(reference), stride=stride,
-        gait_speeds=measured_gait_speeds(pooled.clip_speeds),
-        mirrored=np.concatenate(columns["mirrored"]), standing=np.concatenate(columns["standing"]),
-        style=np.concatenate(columns["style"]).astype(np.int64), styles=styles,
-        clip_labels=[{"style": l.style, "content": l.content} for l in clip_labels],
+        **per_row, layout=layouts, clip_names=[p.name for p in paths], skeleton=skeleton_dict(first),
+        stride=stride, gait_speeds=measured_gait_speeds(pooled.clip_speeds), styles=styles,
+        clip_labels=[{"style": label.style, "content": label.content} for label in labels],
         style_stats={style: style_statistics(samples) for style, samples in per_style.items()},
         floor_heights=floor_heights(planted),
         stance=({"positions": stance.mean(axis=0).tolist(), "spread": stance.std(axis=0).tolist(),
                  "frames": int(len(stance))} if stance is not None else {}),
     )
     data.summary = {"files": len(paths), "rows": int(len(data.x)), "standing_rows": int(data.standing.sum()),
-                    "mirror": mirror, "hash": key or data_hash(paths, settings),
-                    "minutes": round(sum(s["minutes"] for s in data.style_stats.values()), 2),
+                    "minutes": round(sum(clip.duration_s for clip in clips) / 60.0, 3),
+                    "mirror": config["mirror"], "hash": data_hash(paths, config),
+                    "findings": [finding.to_dict() for finding in findings],
+                    "workers": _worker_count(workers, len(paths)),
                     "build_seconds": round(time.perf_counter() - started, 2)}
-    if cache_dir:
-        _save_cache(Path(cache_dir) / f"pfnn-data-{key}.npz", data)
     return data
 
 
-def _collect_statistics(features: ClipFeatures, label, kind: str, seconds: float, style: _StyleSamples,
-                        pooled: _StyleSamples, planted: list, stances: list, motion) -> None:
+def _collect_statistics(clip: ClipStatistics, style: _StyleSamples, pooled: _StyleSamples, planted: list,
+                        stances: list) -> None:
     """Add one (unmirrored) clip to its style's and the pooled statistics, the floor and the stance."""
     for samples in (style, pooled):
-        samples.seconds[label.content] = samples.seconds.get(label.content, 0.0) + seconds
-    if features.is_standing_clip:
-        stance = standing_stance(features.labels, motion.names, np.asarray(motion.parents))
-        if stance is not None:
-            stances.append(stance)
+        samples.seconds[clip.content] = samples.seconds.get(clip.content, 0.0) + clip.seconds
+    if clip.standing:
+        if clip.stance is not None:
+            stances.append(clip.stance)
         return
-    labels = features.labels
-    planted.append((labels.global_positions[:, labels.contact_joints, 1], labels.contacts))
+    planted.append(clip.planted)
     for samples in (style, pooled):
-        samples.clip_speeds.setdefault(kind, []).append(features.mean_speed)
-        if kind in ("walk", "run", "unknown"):
-            samples.cycle_speeds.append(features.cycle_speeds)
-            samples.cycle_strides.append(features.stride_lengths)
-        if kind in ("walk", "unknown"):
-            samples.walk_cycle_speeds.extend(features.cycle_speeds.tolist())
+        samples.clip_speeds.setdefault(clip.kind, []).append(clip.mean_speed)
+        if clip.kind in ("walk", "run", "unknown"):
+            samples.cycle_speeds.append(clip.cycle_speeds)
+            samples.cycle_strides.append(clip.stride_lengths)
+        if clip.kind in ("walk", "unknown"):
+            samples.walk_cycle_speeds.extend(clip.cycle_speeds.tolist())
 
 
 def measured_gait_speeds(clip_speeds: dict) -> dict:
@@ -849,61 +1066,38 @@ def measured_gait_speeds(clip_speeds: dict) -> dict:
     walk_speed = float(np.median(walks)) if walks else 1.2
     return {"walk": walk_speed, "run": float(np.median(runs)) if runs else 2.5 * walk_speed,
             "measured": {"walk": len(walks), "run": len(runs)}}
-
-
-def _warn_implausible_speed(path, features: ClipFeatures):
-    low, high = PLAUSIBLE_SPEED
-    if features.is_standing_clip:
-        low = 0.0  # standing clips are meant to be slow
-    if not low <= features.mean_speed <= high:
-        log.warning("%s: mean root speed %.2f m/s is implausible (walking is 1-2 m/s); "
-                    "check the Frame Time and units", path, features.mean_speed)
-
-
-def _save_cache(path: Path, data: TrainingData):
-    """Every field of `data`: arrays in the .npz, the rest as JSON (layout by its own to_json)."""
-    import dataclasses
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    arrays, meta = {}, {}
-    for item in dataclasses.fields(data):
-        value = getattr(data, item.name)
-        if isinstance(value, np.ndarray):
-            arrays[item.name] = value
-        else:
-            meta[item.name] = value.to_json() if item.name == "layout" else value
-    np.savez(path, **arrays, meta=np.array(json.dumps(meta)))
-
-
-def _load_cache(path: Path):
-    import dataclasses
-
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            meta = json.loads(str(stored["meta"]))
-            arrays = {name: stored[name] for name in stored.files if name != "meta"}
-    except (OSError, ValueError, KeyError):
-        return None
-    names = {item.name for item in dataclasses.fields(TrainingData)}
-    if set(meta) | set(arrays) != names:
-        return None  # written by another version of this code
-    meta["layout"] = FeatureLayout.from_json(meta["layout"])
-    meta["summary"] = dict(meta["summary"], cached=True)
-    return TrainingData(**meta, **arrays)
-
-
 # ----------------------------------------------------------------------------------------------
 # Normalisation and split
 
 
-def normalisation(data: TrainingData, rows=None, std_floor: float = 1e-3):
-    """(x_mean, x_std, y_mean, y_std) float32 over the given rows (training rows only); std floored."""
+def normalisation(data: TrainingData, rows=None, std_floor: float = 1e-3, chunk_rows: int = 1 << 16):
+    """(x_mean, x_std, y_mean, y_std) float32 over the given rows (training rows only); std floored.
+
+    Reads `chunk_rows` rows at a time (merging chunk statistics with Chan's formula), so a memory-mapped
+    set is never copied whole into memory; up to one chunk the numbers equal numpy's mean and std.
+    """
     rows = np.arange(len(data.x)) if rows is None else np.asarray(rows)
-    x, y = data.x[rows].astype(np.float64), data.y[rows].astype(np.float64)
-    return (x.mean(0).astype(np.float32), np.maximum(x.std(0), std_floor).astype(np.float32),
-            y.mean(0).astype(np.float32), np.maximum(y.std(0), std_floor).astype(np.float32))
+    x_mean, x_std = _mean_std(data.x, rows, chunk_rows)
+    y_mean, y_std = _mean_std(data.y, rows, chunk_rows)
+    return (x_mean.astype(np.float32), np.maximum(x_std, std_floor).astype(np.float32),
+            y_mean.astype(np.float32), np.maximum(y_std, std_floor).astype(np.float32))
+
+
+def _mean_std(array, rows: np.ndarray, chunk_rows: int):
+    count, mean, squares = 0, None, None
+    for start in range(0, len(rows), chunk_rows):
+        block = np.asarray(array[rows[start:start + chunk_rows]]).astype(np.float64)
+        block_mean = block.mean(0)
+        block_squares = ((block - block_mean) ** 2).sum(0)
+        if mean is None:
+            count, mean, squares = len(block), block_mean, block_squares
+            continue
+        total = count + len(block)
+        delta = block_mean - mean
+        mean = mean + delta * (len(block) / total)
+        squares = squares + block_squares + delta ** 2 * (count * len(block) / total)
+        count = total
+    return mean, np.sqrt(squares / count)
 
 
 def split_by_clip(data: TrainingData, val_fraction: float = 0.1, seed: int = 0):

@@ -1,5 +1,7 @@
 """The data inspector, ``pfnn-data inspect PATH [PATH...]``: one table row per BVH file and warnings
-about files that would poison a training set (implausible speeds, mixed skeletons, mixed frame rates).
+about files that would poison a training set (implausible speeds, mixed skeletons), with the same data
+checks `pfnn-train` runs before training (``data_checks``: reference-pose first frames, clips too short to
+window, missing or fragmented foot contacts, duplicate files, joints in another order, mixed frame rates).
 
 ``inspect_file(path) -> dict`` makes one row; ``format_table(rows) -> str`` prints any rows, including
 columns other modules add to the dicts. Run it before training.
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bvh
+from . import bvh, data_checks
 from .bvh import BVHError, load
 
 UNIT_NAMES = {1.0: "m", 0.01: "cm", 0.0254: "in", 0.001: "mm"}
@@ -21,7 +23,7 @@ SPEED_RANGES = {"run": (1.8, 6.0), "jog": (1.5, 5.0), "walk": (0.5, 2.5)}
 MAX_HUMAN_SPEED = 8.0
 MIN_STYLE_MINUTES = 2.0  # a style with less data than this gets a warning
 BASE_COLUMNS = ("file", "frames", "frame_time", "duration_s", "joints", "channels", "units", "speed_mps")
-_INTERNAL_KEYS = ("path", "warnings", "error", "skeleton", "style", "content")
+_INTERNAL_KEYS = ("path", "warnings", "error", "skeleton", "findings", "digest", "fps", "style", "content")
 
 
 def mean_ground_speed(motion) -> float:
@@ -62,10 +64,13 @@ def inspect_file(path, extra_columns=()) -> dict:
     ``extra_columns`` are functions ``motion -> dict`` whose items are added to the row (contact and
     phase summaries, for instance); ``format_table`` shows them after the base columns.
     """
+    from pfnn_core import features
+
     path = Path(path)
-    row: dict = {"path": str(path), "file": path.name, "warnings": []}
+    row: dict = {"path": str(path), "file": path.name, "warnings": [], "findings": []}
     try:
         motion = load(path)
+        row["digest"] = data_checks.content_digest(bvh.read_bytes(path))
     except (BVHError, OSError) as exc:
         row["error"] = str(exc)
         return row
@@ -78,7 +83,9 @@ def inspect_file(path, extra_columns=()) -> dict:
         "channels": channels_summary(motion.channels),
         "units": UNIT_NAMES.get(motion.scale, f"x{motion.scale:g}"),
         "speed_mps": round(speed, 3),
-        "skeleton": (tuple(motion.names), motion.offsets),
+        "skeleton": features.skeleton_only(motion),
+        "fps": motion.fps,
+        "findings": clip_findings(path, motion),
     })
     warning = speed_warning(path.stem, speed)
     if warning:
@@ -88,25 +95,55 @@ def inspect_file(path, extra_columns=()) -> dict:
     return row
 
 
+def clip_findings(path, motion) -> list:
+    """The data checks `pfnn-train` runs on one clip (`data_checks`), on the clip as loaded."""
+    from pfnn_core import features
+
+    findings = []
+    reference_pose = data_checks.reference_pose_finding(path, motion.global_positions())
+    too_short = data_checks.too_short_finding(path, motion.duration, features.MIN_CLIP_S)
+    findings += [finding for finding in (reference_pose, too_short) if finding is not None]
+    if too_short is None:
+        try:
+            labels = features.labels_at_sim_rate(motion)
+        except ValueError as error:
+            return findings + [data_checks.Finding(str(path), "warning", f"cannot label foot contacts ({error})")]
+        joint_names = [motion.names[j] for j in labels.contact_joints]
+        findings += data_checks.contact_findings(path, labels.contacts, features.SIM_FPS, joint_names)
+    return findings
+
+
 def folder_warnings(rows: list[dict]) -> list[str]:
-    """Mixed skeletons and differing frame rates among the loaded rows of one folder."""
+    """Mixed skeletons among the loaded rows of one folder, by training's rule (`features.skeleton_difference`,
+    after joints in another order are reordered, as training does, and only noted)."""
+    from pfnn_core import features
+
     loaded = [r for r in rows if "error" not in r]
     if len(loaded) < 2:
         return []
     messages = []
     reference = loaded[0]
-    ref_names, ref_offsets = reference["skeleton"]
-    different = [r["file"] for r in loaded[1:]
-                 if r["skeleton"][0] != ref_names or r["skeleton"][1].shape != ref_offsets.shape
-                 or not np.allclose(r["skeleton"][1], ref_offsets, atol=1e-3)]
+    different, reordered = [], []
+    for r in loaded[1:]:
+        skeleton = data_checks.reorder_joints(r["skeleton"], reference["skeleton"].names)
+        if features.skeleton_difference(reference["skeleton"], skeleton):
+            different.append(r["file"])
+        elif skeleton is not r["skeleton"]:
+            reordered.append(r["file"])
     if different:
         shown = ", ".join(different[:5]) + (" ..." if len(different) > 5 else "")
         messages.append(f"mixed skeletons: {len(different)} file(s) differ from {reference['file']} "
-                        f"in joint names or offsets: {shown}")
-    rates = sorted({round(1.0 / r["frame_time"], 3) for r in loaded})
-    if len(rates) > 1:
-        messages.append(f"frame rates differ: {', '.join(f'{r:g}' for r in rates)} fps")
+                        f"in joint names or bone offsets: {shown}")
+    for name in reordered:
+        messages.append(f"{name}: same joints as {reference['file']} in another order; reordered for training")
     return messages
+
+
+def set_findings(rows: list[dict]) -> list:
+    """The checks over every inspected file together: duplicate files and mixed frame rates."""
+    loaded = [r for r in rows if "error" not in r]
+    return (data_checks.duplicate_findings({r["path"]: r["digest"] for r in loaded})
+            + data_checks.frame_rate_findings({r["path"]: r["fps"] for r in loaded}, where="inspected files"))
 
 
 def format_table(rows: list[dict]) -> str:
@@ -178,7 +215,8 @@ def style_summary(rows: list[dict], rule=None) -> tuple[str, list[str]]:
 
 
 def run_inspect(paths: list[str], out=None, extra_columns=(), label_rule=None) -> int:
-    """Print the tables and warnings; 1 when any file failed to load (or none was found), else 0."""
+    """Print the tables and warnings; 1 when any file failed to load or has an error finding (or none was
+    found), else 0."""
     out = sys.stdout if out is None else out
     files = collect_files(paths)
     if not files:
@@ -193,18 +231,21 @@ def run_inspect(paths: list[str], out=None, extra_columns=(), label_rule=None) -
         print(format_table(rows), file=out)
         notes = [f"WARNING {r['file']}: {w}" for r in rows for w in r["warnings"]]
         notes += [f"WARNING {folder}: {w}" for w in folder_warnings(rows)]
+        notes += [str(finding) for r in rows for finding in r["findings"]]
         errors = [f"ERROR {r['error']}" for r in rows if "error" in r]
-        failed += len(errors)
+        failed += len(errors) + sum(f.severity == "error" for r in rows for f in r["findings"])
         for line in notes + errors:
             print(line, file=out)
-    table, warnings = style_summary([row for rows in by_folder.values() for row in rows], label_rule)
+    everything = [row for rows in by_folder.values() for row in rows]
+    for finding in set_findings(everything):
+        print(str(finding), file=out)
+    table, warnings = style_summary(everything, label_rule)
     if table:
         print("\nminutes per style and content", file=out)
         print(table, file=out)
         for line in warnings:
             print(f"WARNING {line}", file=out)
-    total = sum(len(r) for r in by_folder.values())
-    print(f"\n{total} file(s), {failed} failed to load", file=out)
+    print(f"\n{len(everything)} file(s), {failed} failed to load or cannot be trained on", file=out)
     return 1 if failed else 0
 
 

@@ -6,6 +6,13 @@ epochs); the loss (SmoothL1 on normalised outputs + root-velocity consistency + 
 each epoch; keeping the best model; early stopping; resumable checkpoints (safetensors tensors + JSON, no
 pickle); a fixed seed reproduces a run on the CPU. The same `train` runs from the command line and from the
 viewer's background thread (progress callback, stop flag).
+
+Under torchrun (`distributed`), the same loop runs in every process: the model is wrapped in
+DistributedDataParallel, each rank takes its share of every global batch (so the batch size and the
+learning-rate schedule are the ones asked for, whatever the number of processes), validation sums over
+the ranks, stop requests are agreed on before each batch, and rank 0 alone writes checkpoints and reports
+progress. Startup checks (`data_checks`) and the dataset (built once per machine, `dataset_cache`) come
+before any epoch.
 """
 from __future__ import annotations
 
@@ -26,8 +33,9 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from pfnn_core import bvh
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core import bvh, data_checks, distributed
+from pfnn_core.checkpoint import NORM_NAMES, load_checkpoint, save_checkpoint
+from pfnn_core.dataset_cache import NormalisedRows, remembered
 from pfnn_core.model import PFNN, ModelConfig
 from pfnn_core.threads import set_thread_counts
 
@@ -70,6 +78,9 @@ class TrainConfig:
     threads: int = 0              # torch CPU threads; 0 = leave torch's default
     resume: str | None = None     # resumable checkpoint to continue from
     labels: str | None = None     # labelling rule: 'filename' (default), 'folder' or a JSON/CSV table
+    workers: int = 1              # processes building the dataset's clips in parallel; 0 = one per CPU core
+    cache: bool = True            # keep the built dataset in the dataset cache and reuse it
+    cache_dir: str | None = None  # None: $PFNN_DATASET_CACHE, else ~/.cache/pfnn-viewer/datasets
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":
@@ -107,20 +118,26 @@ def _foot_joint_indices(data) -> list[int]:
     return contact_joint_order(foot_joints(list(data.skeleton["names"]), data.skeleton.get("parents")))
 
 
-def _data_summary(data) -> dict:
+def _content_sha1(data) -> dict:
     digest = hashlib.sha1()
     for array in (data.x, data.y, data.phase):
-        digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(memoryview(np.ascontiguousarray(array)).cast("B"))  # no copy of a memory-mapped set
+    return {"sha1": np.array(digest.hexdigest())}
+
+
+def _data_summary(data) -> dict:
+    # seconds on a large set: kept with a cached set (named by what it hashes)
+    sha1 = str(remembered(data, "content-sha1-x-y-phase", lambda: _content_sha1(data))["sha1"])
     summary = {key: value for key, value in (getattr(data, "summary", None) or {}).items()
-               if isinstance(value, (str, int, float, bool))}
-    return {**summary, "files": list(data.clip_names), "samples": int(len(data.x)), "sha1": digest.hexdigest()}
+               if isinstance(value, (str, int, float, bool)) and not key.startswith("cache")}
+    return {**summary, "files": list(data.clip_names), "samples": int(len(data.x)), "sha1": sha1}
 
 
 @dataclass
 class _Tensors:
     """Everything the loop needs on the device: normalised arrays and the slices the loss reads."""
-    x: torch.Tensor               # [N, nx] normalised
-    y: torch.Tensor               # [N, ny] normalised
+    x: torch.Tensor               # [N, nx] normalised (or NormalisedRows: indexed the same way)
+    y: torch.Tensor               # [N, ny] normalised (or NormalisedRows)
     phase: torch.Tensor           # [N]
     next_index: torch.Tensor      # [N] long, -1 at clip ends
     y_mean: torch.Tensor
@@ -133,20 +150,34 @@ class _Tensors:
     joint_vel: torch.Tensor       # indices in y, [J * 3]
     contacts: torch.Tensor        # indices in y, [4]
     foot_joints: torch.Tensor     # joint indices of the 4 contact joints
-    style: torch.Tensor | None    # [N, S] one-hot style of each row; None for a model without styles
+    style: torch.Tensor | None    # [N] long style index of each row; None for a model without styles
+    num_styles: int = 0           # width of the model's style input (one-hot per batch, `_style_of`)
 
 
-def _to_device(data, norm, device) -> _Tensors:
+def _normalised(array, mean: torch.Tensor, std: torch.Tensor, device, on_demand: bool | None = None):
+    """The rows of `array` normalised: on the CPU gathered and normalised per batch (`NormalisedRows`, no
+    normalised copy of a possibly memory-mapped set in every process); on a GPU normalised once into GPU
+    memory, chunk by chunk (fast gathers; each GPU then holds the whole set). Same numbers either way."""
+    if on_demand if on_demand is not None else device.type == "cpu":
+        return NormalisedRows(array, mean, std, device)
+    out = torch.empty(array.shape, dtype=torch.float32, device=device)
+    for start in range(0, len(array), 1 << 16):
+        chunk = torch.from_numpy(np.array(array[start:start + (1 << 16)], dtype=np.float32)).to(device)
+        out[start:start + len(chunk)] = (chunk - mean) / std
+    return out
+
+
+def _to_device(data, norm, device, on_demand: bool | None = None) -> _Tensors:
     x_layout, y_layout = data.layout  # features.ModelLayout(x, y)
     x_mean, x_std, y_mean, y_std = (torch.as_tensor(np.asarray(a, np.float32), device=device) for a in norm)
-    as_long = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.long, device=device)  # noqa: E731
+    as_long = lambda a: torch.as_tensor(np.array(a, dtype=np.int64), device=device)  # noqa: E731
     x_pose = np.concatenate([_indices(x_layout, "joint_pos"), _indices(x_layout, "joint_vel")])
     y_pose = np.concatenate([_indices(y_layout, "joint_pos"), _indices(y_layout, "joint_vel")])
     x_pose_t, y_pose_t = as_long(x_pose), as_long(y_pose)
     return _Tensors(
-        x=(torch.as_tensor(np.asarray(data.x, np.float32), device=device) - x_mean) / x_std,
-        y=(torch.as_tensor(np.asarray(data.y, np.float32), device=device) - y_mean) / y_std,
-        phase=torch.as_tensor(np.asarray(data.phase, np.float32), device=device),
+        x=_normalised(data.x, x_mean, x_std, device, on_demand),
+        y=_normalised(data.y, y_mean, y_std, device, on_demand),
+        phase=torch.as_tensor(np.array(data.phase, dtype=np.float32), device=device),
         next_index=as_long(data.next_index),
         y_mean=y_mean, y_std=y_std, x_pose=x_pose_t, y_pose=y_pose_t,
         pose_scale=y_std[y_pose_t] / x_std[x_pose_t],
@@ -155,8 +186,7 @@ def _to_device(data, norm, device) -> _Tensors:
         joint_vel=as_long(_indices(y_layout, "joint_vel")),
         contacts=as_long(_indices(y_layout, "contacts")),
         foot_joints=as_long(_foot_joint_indices(data)),
-        style=(functional.one_hot(as_long(data.style), len(data.styles)).float()
-               if num_styles(data) else None),
+        style=as_long(data.style) if num_styles(data) else None, num_styles=num_styles(data),
     )
 
 
@@ -167,7 +197,10 @@ def num_styles(data) -> int:
 
 
 def _style_of(tensors: _Tensors, rows: torch.Tensor):
-    return None if tensors.style is None else tensors.style[rows]
+    """One-hot styles [B, S] of the given rows, made per batch (never an [N, S] copy of the whole set)."""
+    if tensors.style is None:
+        return None
+    return functional.one_hot(tensors.style[rows], tensors.num_styles).float()
 
 
 # --- loss -------------------------------------------------------------------------------------------
@@ -309,10 +342,16 @@ def _rng_tensors(device: torch.device) -> dict:
     return tensors
 
 
-def _restore_rng(tensors: dict, device: torch.device) -> None:
-    torch.set_rng_state(tensors["rng.torch"])
-    if device.type == "cuda" and "rng.cuda" in tensors:
-        torch.cuda.set_rng_state(tensors["rng.cuda"], device)
+def _restore_rng(tensors: dict, device: torch.device, rank: int = 0) -> bool:
+    """Restore rank `rank`'s random state (rank r > 0's is stored under 'rng.torch.rank<r>'); False when
+    the checkpoint holds none for this rank (it was saved by fewer processes)."""
+    suffix = "" if rank == 0 else f".rank{rank}"
+    if f"rng.torch{suffix}" not in tensors:
+        return False
+    torch.set_rng_state(tensors[f"rng.torch{suffix}"])
+    if device.type == "cuda" and f"rng.cuda{suffix}" in tensors:
+        torch.cuda.set_rng_state(tensors[f"rng.cuda{suffix}"], device)
+    return True
 
 
 def resume_path_for(out) -> Path:
@@ -339,17 +378,48 @@ def choose_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def load_training_data(config: TrainConfig):
-    from pfnn_core import features
+def load_training_data(config: TrainConfig, progress: Callable[[int, int], None] | None = None):
+    """The dataset of `config.data`, labelled by `config.labels`: from the dataset cache when it holds these
+    files, settings and labels, else built (in `config.workers` processes) and stored there.
+    `progress(files_done, files_total)`."""
+    from pfnn_core import dataset_cache, features
     from pfnn_core.labels import LabelRule
     source = config.data[0] if len(config.data) == 1 else list(config.data)
-    return features.build_training_data(source, mirror=config.mirror, label_rule=LabelRule.parse(config.labels))
+    cache_dir = (config.cache_dir or dataset_cache.default_cache_dir()) if config.cache else None
+    return features.build_training_data(source, mirror=config.mirror, cache_dir=cache_dir, progress=progress,
+                                        workers=config.workers, label_rule=LabelRule.parse(config.labels))
 
 
 def _split_and_norm(data, config: TrainConfig):
     from pfnn_core import features
     train_rows, val_rows = features.split_by_clip(data, config.val_fraction, config.seed)
-    return np.asarray(train_rows), np.asarray(val_rows), features.normalisation(data, train_rows)
+    train_rows = np.asarray(train_rows)
+    # seconds on a large set: kept with a cached set, named by the training rows it is computed over
+    rows_digest = hashlib.sha1(np.ascontiguousarray(train_rows, dtype=np.int64)).hexdigest()[:16]
+    stats = remembered(data, f"normalisation-{rows_digest}",
+                       lambda: dict(zip(NORM_NAMES, features.normalisation(data, train_rows))))
+    return train_rows, np.asarray(val_rows), tuple(stats[name] for name in NORM_NAMES)
+
+
+def _batch_loss(loss: torch.Tensor, context: distributed.Context) -> float:
+    """The loss of the whole global batch (each rank's loss is already scaled by its share), on every rank."""
+    if not context.distributed:
+        return loss.item()
+    return float(distributed.sum_over_ranks([loss.item()], context)[0] / context.world_size)
+
+
+def _restore_rank_rng(training_state: dict, stored: dict, device, context: distributed.Context,
+                      config: TrainConfig) -> None:
+    """Each rank continues its own random stream; a rank the checkpoint has none for (the run was saved by
+    fewer processes) starts a new one, and the run no longer repeats an uninterrupted one exactly."""
+    if _restore_rng(training_state, device, context.rank):
+        return
+    torch.manual_seed(distributed.rank_seed(config.seed + int(stored["run"].get("step", 0)), context.rank))
+    if context.is_main or context.rank == stored.get("world_size", 1):
+        logging.getLogger(__name__).warning(
+            "%s was saved by %s process(es) and resumed by %s: the ranks without a saved random state draw new "
+            "numbers, so this run will not repeat an uninterrupted one exactly", config.resume,
+            stored.get("world_size", 1), context.world_size)
 
 
 def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
@@ -362,9 +432,10 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     wall_start = time.perf_counter()
     if config.threads > 0:
         torch.set_num_threads(config.threads)
-    device = choose_device(config.device)
+    context = distributed.current()
+    device = distributed.training_device(choose_device(config.device), context)
     if data is None:
-        data = load_training_data(config)
+        data = distributed.first_on_each_machine(lambda: load_training_data(config), context)
     train_rows, val_rows, norm = _split_and_norm(data, config)
     if len(train_rows) == 0:
         raise ValueError("no training samples after the train/validation split")
@@ -396,16 +467,20 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
                                 f"settings {model_config}")
         model.load_state_dict(resumed.model.state_dict())
         _restore_optimizer(optimizer, resumed.training_state, stored["param_groups"])
-        _restore_rng(resumed.training_state, device)
         run.update(stored["run"])
-        if resumed.meta.get("data", {}).get("sha1") != meta_base_data["sha1"]:
+        _restore_rank_rng(resumed.training_state, stored, device, context, config)
+        if context.is_main and resumed.meta.get("data", {}).get("sha1") != meta_base_data["sha1"]:
             logging.getLogger(__name__).warning("%s was trained on different data; continuing on this data",
                                                 config.resume)
+    elif context.rank > 0:
+        torch.manual_seed(distributed.rank_seed(config.seed, context.rank))  # its own dropout and feedback draws
+    trainable = distributed.wrap_model(model, context)
     model.train()
 
     batches_per_epoch = len(epoch_start_rows(train_rows, config, 0))
     total_steps = batches_per_epoch * config.epochs
     val_rows_t = torch.as_tensor(val_rows if len(val_rows) else train_rows, dtype=torch.long, device=device)
+    val_rows_t = val_rows_t[context.rank::context.world_size]  # this rank's share; the means are summed over ranks
     meta_base_data["clip_labels"] = {name: [label["style"], label["content"]]
                                      for name, label in zip(data.clip_names, data.clip_labels)}
     meta_base = {"skeleton": data.skeleton, "stride": data.stride, "gait_speeds": data.gait_speeds,
@@ -414,7 +489,7 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     session_start, session_start_step = time.perf_counter(), run["step"]
 
     def report(event: str, **extra) -> None:
-        if progress is None:
+        if progress is None or not context.is_main:
             return
         done = run["step"] - session_start_step
         elapsed = time.perf_counter() - session_start
@@ -427,19 +502,23 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
                                  else run["train_losses"][-1]),
                   "val_loss": run["val_losses"][-1] if run["val_losses"] else None,
                   "best_val_loss": run["best_val_loss"] if run["best_epoch"] else None,
-                  "lr": optimizer.param_groups[0]["lr"], "elapsed_s": elapsed, "eta_s": eta, **extra})
+                  "lr": optimizer.param_groups[0]["lr"], "elapsed_s": elapsed, "eta_s": eta,
+                  "world_size": context.world_size, **extra})
 
     def wall() -> float:
         return run["wall_s"] + time.perf_counter() - wall_start
 
     def save_resumable() -> None:
-        tensors_to_save, param_groups = _optimizer_tensors(optimizer)
-        tensors_to_save.update(_rng_tensors(device))
-        stored_run = {**run, "wall_s": wall()}
-        save_checkpoint(resume_path, model, data.layout, norm,
-                        {**meta_base, "resume": {"config": asdict(config), "run": stored_run,
-                                                 "param_groups": param_groups}},
-                        training_state=tensors_to_save)
+        rng_states = distributed.gather_to_main(_rng_tensors(device), context)  # every rank takes part
+        if context.is_main:
+            tensors_to_save, param_groups = _optimizer_tensors(optimizer)
+            tensors_to_save.update(rng_states)
+            stored_run = {**run, "wall_s": wall()}
+            save_checkpoint(resume_path, model, data.layout, norm,
+                            {**meta_base, "resume": {"config": asdict(config), "run": stored_run,
+                                                     "param_groups": param_groups, "world_size": context.world_size}},
+                            training_state=tensors_to_save)
+        distributed.wait_for_all(context)  # no rank returns before the files are written
 
     def result(stopped: bool = False, early_stopped: bool = False) -> TrainResult:
         return TrainResult(out_path=out_path if run["best_epoch"] else None, resume_path=resume_path,
@@ -453,19 +532,23 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
         batches = epoch_start_rows(train_rows, config, epoch)
         feedback = feedback_probability(config, epoch)
         while run["batch"] < len(batches):
-            if stop is not None and stop.is_set():
+            if distributed.any_rank(stop is not None and stop.is_set(), context):
                 save_resumable()
                 report("stopped")
                 return result(stopped=True)
             lr = cosine_lr(config, run["step"], total_steps)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            start_rows = torch.as_tensor(batches[run["batch"]], dtype=torch.long, device=device)
-            model.beta = batch_beta(config, run["step"])
-            loss = rollout_loss(model, tensors, start_rows, config, feedback)
-            if not torch.isfinite(loss):
+            share, share_weight = distributed.rank_share(batches[run["batch"]], context)
+            start_rows = torch.as_tensor(share, dtype=torch.long, device=device)
+            model.beta = batch_beta(config, run["step"])  # drawn from (seed, step): the same on every rank
+            loss = rollout_loss(trainable, tensors, start_rows, config, feedback)
+            if context.distributed:
+                loss = loss * share_weight
+            batch_loss = _batch_loss(loss, context)
+            if not math.isfinite(batch_loss):
                 kept = [str(p) for p in (out_path, resume_path) if p.exists()]
-                raise TrainingError(f"loss became {loss.item()} at epoch {epoch + 1}, batch {run['batch'] + 1}; "
+                raise TrainingError(f"loss became {batch_loss} at epoch {epoch + 1}, batch {run['batch'] + 1}; "
                                     f"training stopped, last good checkpoints kept: {', '.join(kept) or 'none'}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -473,12 +556,13 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
             optimizer.step()
             run["step"] += 1
             run["batch"] += 1
-            run["epoch_loss_sum"] += loss.item()
+            run["epoch_loss_sum"] += batch_loss
             run["epoch_batches"] += 1
             report("batch", feedback_probability=feedback)
 
         model.beta = float(config.beta)
-        val = validation_losses(model, tensors, val_rows_t, config)
+        val = distributed.mean_of_means(validation_losses(model, tensors, val_rows_t, config), len(val_rows_t),
+                                        context)
         run["train_losses"].append(run["epoch_loss_sum"] / max(run["epoch_batches"], 1))
         run["val_losses"].append(val["total"])
         run.update(epoch=epoch + 1, batch=0, epoch_loss_sum=0.0, epoch_batches=0)
@@ -488,8 +572,9 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
                              "train_loss": run["train_losses"][-1], "val_loss": val["total"],
                              "val_terms": val, "train_losses": run["train_losses"],
                              "val_losses": run["val_losses"], "wall_s": wall(), "device": str(device),
-                             "config": asdict(config)}
-            save_checkpoint(out_path, model, data.layout, norm, {**meta_base, "training": training_meta})
+                             "world_size": context.world_size, "config": asdict(config)}
+            if context.is_main:
+                save_checkpoint(out_path, model, data.layout, norm, {**meta_base, "training": training_meta})
         else:
             run["epochs_since_best"] += 1
         save_resumable()
@@ -525,9 +610,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--patience", type=int)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--threads", type=int, help="CPU threads for BLAS and torch (default: all cores)")
+    parser.add_argument("--threads", type=int, help="CPU threads for BLAS and torch (default: all cores, shared "
+                        "among the processes torchrun starts on one machine)")
     parser.add_argument("--no-mirror", action="store_false", dest="mirror", default=None)
     parser.add_argument("--resume", metavar="CKPT", help="continue from a *.resume.safetensors checkpoint")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="processes building the dataset's clips in parallel (default 0: one per CPU core)")
+    parser.add_argument("--no-cache", action="store_false", dest="cache", default=None,
+                        help="build the dataset afresh and do not store it in the dataset cache")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="dataset cache folder (default $PFNN_DATASET_CACHE, else ~/.cache/pfnn-viewer/datasets)")
     return parser
 
 
@@ -540,6 +632,14 @@ def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     return replace(TrainConfig(), **{k: v for k, v in overrides.items() if v is not None})
 
 
+def default_threads(environ=None) -> int:
+    """The CPU threads of one training process: every core, shared among the processes torchrun starts on
+    this machine (LOCAL_WORLD_SIZE), so several processes never oversubscribe the cores."""
+    environ = os.environ if environ is None else environ
+    processes = max(int(environ.get("LOCAL_WORLD_SIZE") or 1), 1)
+    return max((os.cpu_count() or 1) // processes, 1)
+
+
 def _check_data_paths(paths: list[str]) -> None:
     for path in map(Path, paths):
         if not path.exists():
@@ -548,25 +648,83 @@ def _check_data_paths(paths: list[str]) -> None:
             raise ValueError(f"{path}: folder contains no .bvh or .bvh.gz files")
 
 
+def _prepare_data(config: TrainConfig, context: distributed.Context, on_build=None):
+    """Everything checked before any epoch, then the dataset: the data paths, the output path (rank 0 writes
+    it), the data checks (in the build, kept in the cache). Each machine's first process builds the
+    dataset into the cache; the others read it back."""
+    def prepare():
+        _check_data_paths(config.data)
+        if context.is_main:
+            message = data_checks.errors_message(data_checks.output_findings(config.out))
+            if message:
+                raise ValueError(message)
+        return load_training_data(config, progress=on_build if context.local_rank == 0 else None)
+
+    return distributed.first_on_each_machine(prepare, context)
+
+
+def _dataset_report(data, config: TrainConfig, context: distributed.Context) -> list[str]:
+    """What pfnn-train prints when it starts: where the dataset came from, its size, the data checks'
+    warnings, and the processes taking part."""
+    summary = getattr(data, "summary", None) or {}
+    lines = []
+    if summary.get("cache") == "hit":
+        lines.append(f"pfnn-train: dataset read from the cache in {summary.get('cache_load_seconds', 0):.1f} s, "
+                     f"not rebuilt ({summary.get('cache_folder')})")
+    elif "build_seconds" in summary:
+        where = {"stored": f"; cached in {summary.get('cache_folder')}",
+                 "not stored": "; the cache could not be written"}.get(summary.get("cache"), " (cache off)")
+        lines.append(f"pfnn-train: features built in {summary['build_seconds']:.1f} s with "
+                     f"{summary.get('workers', 1)} worker process(es){where}")
+    clips = len(data.clip_names)
+    minutes = f", {summary['minutes']:.1f} min of motion" if "minutes" in summary else ""
+    mirrored = " (mirrored copies included)" if summary.get("mirror") else ""
+    lines.append(f"pfnn-train: dataset: {clips} clips{minutes}, {len(data.x):,} samples{mirrored}")
+    lines += [str(data_checks.Finding.from_dict(item)) for item in summary.get("findings", [])]
+    if context.distributed:
+        lines.append(f"pfnn-train: {context.world_size} processes ({context.backend}); global batch "
+                     f"{config.batch_size}, about {math.ceil(config.batch_size / context.world_size)} rows per process")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     args = _parser().parse_args(argv)
     stop = threading.Event()
+    context = distributed.Context()
+    build_bar = None
+
+    def on_build(done: int, total: int) -> None:
+        nonlocal build_bar
+        if build_bar is None:
+            build_bar = tqdm(total=total, unit="clip", desc="features", dynamic_ncols=True)
+        build_bar.update(done - build_bar.n)
+
+    def say(text: str) -> None:
+        if context.is_main:
+            print(text, file=sys.stderr)
+
     try:
         config = _config_from_args(args)
-        config = replace(config, threads=set_thread_counts(config.threads or os.cpu_count() or 1))
-        _check_data_paths(config.data)
-        print(f"pfnn-train: loading {', '.join(config.data)}", file=sys.stderr)
-        data = load_training_data(config)
+        config = replace(config, threads=set_thread_counts(config.threads or default_threads()))
+        context = distributed.setup(config.device)
+        say(f"pfnn-train: loading {', '.join(config.data)}")
+        data = _prepare_data(config, context, on_build)
     except (ValueError, OSError) as error:
-        print(f"pfnn-train: error: {error}", file=sys.stderr)
+        say(f"pfnn-train: error: {error}")
+        distributed.shutdown(context)
         return 2
     except KeyboardInterrupt:
-        print("pfnn-train: interrupted while loading data", file=sys.stderr)
+        say("pfnn-train: interrupted while loading data")
         return 130
+    finally:
+        if build_bar is not None:
+            build_bar.close()
+    for line in _dataset_report(data, config, context):
+        say(line)
 
-    bar = tqdm(total=1, unit="batch", dynamic_ncols=True)
+    bar = tqdm(total=1, unit="batch", dynamic_ncols=True, disable=not context.is_main)
 
     def on_progress(info: dict) -> None:
         bar.total = info["total_steps"]
@@ -574,6 +732,8 @@ def main(argv: list[str] | None = None) -> int:
         postfix = {"epoch": f"{info['epoch']}/{info['epochs']}", "loss": f"{info['train_loss']:.4f}"}
         if info["val_loss"] is not None:
             postfix["val"] = f"{info['val_loss']:.4f}"
+        if info["world_size"] > 1:
+            postfix["processes"] = info["world_size"]
         bar.set_postfix(postfix, refresh=False)
         bar.refresh() if info["event"] != "batch" else bar.update(0)
 
@@ -581,31 +741,39 @@ def main(argv: list[str] | None = None) -> int:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        bar.write("pfnn-train: stopping after this batch (Ctrl+C again to abort without saving)")
+        if context.is_main:
+            bar.write("pfnn-train: stopping after this batch (Ctrl+C again to abort without saving)")
 
-    previous = signal.signal(signal.SIGINT, on_interrupt) if threading.current_thread() is threading.main_thread() else None
+    # Under torchrun, Ctrl+C reaches the workers as the SIGINT torchrun forwards; a scheduler's SIGTERM
+    # (preemption) stops as gracefully. Every rank agrees on the batch to stop at (`train`).
+    stop_signals = [signal.SIGINT] + ([signal.SIGTERM] if context.distributed else [])
+    previous = ({sig: signal.signal(sig, on_interrupt) for sig in stop_signals}
+                if threading.current_thread() is threading.main_thread() else {})
     try:
-        result = train(config, progress=on_progress, stop=stop, data=data)
-    except (ValueError, TrainingError) as error:
+        result = train(config, progress=on_progress if context.is_main else None, stop=stop, data=data)
+    except (ValueError, TrainingError) as error:  # raised on every rank alike
         bar.close()
-        print(f"pfnn-train: error: {error}", file=sys.stderr)
+        say(f"pfnn-train: error: {error}")
+        distributed.shutdown(context)
         return 2 if isinstance(error, ValueError) else 1
     except KeyboardInterrupt:
         bar.close()
-        print("pfnn-train: aborted; the last epoch's resumable checkpoint is kept", file=sys.stderr)
-        return 130
+        say("pfnn-train: aborted; the last epoch's resumable checkpoint is kept")
+        return 130  # without waiting for the other processes: torchrun ends them
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    distributed.shutdown(context)
     bar.close()
     if result.stopped:
-        print(f"pfnn-train: stopped; resumable checkpoint saved to {result.resume_path}\n"
-              f"  resume with: pfnn-train --resume {result.resume_path}", file=sys.stderr)
+        again = " under torchrun with the same options" if context.distributed else ""
+        say(f"pfnn-train: stopped; resumable checkpoint saved to {result.resume_path}\n"
+            f"  resume with: pfnn-train --resume {result.resume_path}{again}")
         return 130
     best = f"{result.best_val_loss:.4f} at epoch {result.best_epoch}" if result.best_epoch else "none"
-    print(f"pfnn-train: {result.epochs_completed} epochs in {result.wall_s:.0f} s"
-          f"{' (early stop)' if result.early_stopped else ''}; best validation loss {best}; "
-          f"model: {result.out_path}", file=sys.stderr)
+    say(f"pfnn-train: {result.epochs_completed} epochs in {result.wall_s:.0f} s"
+        f"{' (early stop)' if result.early_stopped else ''}; best validation loss {best}; "
+        f"model: {result.out_path}")
     return 0
 
 

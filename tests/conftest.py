@@ -15,6 +15,14 @@ DEFAULT_MODEL = ROOT / "assets" / "models" / "default.safetensors"
 
 
 @pytest.fixture(scope="session", autouse=True)
+def private_dataset_cache(tmp_path_factory):
+    """pfnn-train keeps built datasets in the user's ~/.cache by default: tests use a folder of their own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PFNN_DATASET_CACHE", str(tmp_path_factory.mktemp("dataset-cache")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def body_mesh_cache(tmp_path_factory) -> Path:
     """Generated body meshes go to a folder of this test session, not the user's cache."""
     folder = tmp_path_factory.mktemp("body-mesh-cache")

@@ -33,6 +33,22 @@ def test_drift_correction_removes_a_constant_injected_bias():
     np.testing.assert_allclose(off[-1], commanded + bias)
 
 
+@pytest.mark.parametrize("window", [0, 20, 60])
+def test_the_drift_window_sets_how_fast_a_new_bias_is_removed(window):
+    """A bias appearing at tick 100: k ticks later the window holds k biased errors out of `window`,
+    so the correction has removed k / window of it (all of it from k = window on; none when off)."""
+    commanded = np.array([[1.1, 0.4, 0.2]])
+    bias = np.array([[0.06, -0.03, 0.012]])
+    predicted = [commanded] * 100 + [commanded + bias] * 80
+    drift, corrected = DriftErrors.empty(1), []
+    for value in predicted:
+        drift = drift.push(value - commanded)
+        corrected.append(correct_drift(value, drift.mean(window))[0])
+    for k in (1, 10, 20, 60, 80):
+        kept = 1.0 if window == 0 else max(0.0, 1.0 - k / window)
+        np.testing.assert_allclose(corrected[99 + k], commanded[0] + kept * bias[0], atol=1e-12)
+
+
 def test_drift_mean_uses_only_the_last_window_entries():
     drift = DriftErrors.empty(1)
     for value in range(10):

@@ -153,6 +153,17 @@ def test_standing_samples_are_calm(small_set):
     assert np.all(y["contacts"] == 1) and np.all(x["traj_gait"][..., 0] == 1)
     # phases cover [0, 1): every quarter has samples
     assert len(np.unique(np.floor(data.phase[standing] * 4))) == 4
+    # half the samples stand still after a little drift: the past moves (at most the drift speed,
+    # straight behind the present), the present and the future do not, and the answer is still "stand"
+    offsets = np.asarray(features.TRAJ_OFFSETS)
+    past_speed = np.linalg.norm(x["traj_pos"][:, 0], axis=-1) / (-offsets[0] / features.SIM_FPS)
+    drifting = past_speed > 1e-6
+    assert 0.3 < drifting.mean() < 0.7 and past_speed.max() <= features.STAND_DRIFT_SPEED + 1e-6
+    np.testing.assert_allclose(x["traj_pos"][:, offsets >= 0], 0.0, atol=1e-7)
+    np.testing.assert_allclose(np.linalg.norm(x["traj_dir"], axis=-1), 1.0, atol=1e-6)
+    straight = x["traj_pos"][drifting][:, offsets < 0]  # every past sample on one line through the root
+    cross = straight[:, :, 0] * straight[:, :1, 1] - straight[:, :, 1] * straight[:, :1, 0]
+    np.testing.assert_allclose(cross, 0.0, atol=1e-6)
     # arms lower than in the clip's raised frames
     hands = [data.skeleton["names"].index(n) for n in ("Hand_L", "Hand_R")]
     raised = clip_features(bvh.load(str(STAND)), data.layout)
@@ -216,3 +227,24 @@ def test_floor_heights_are_the_median_height_over_labelled_contacts():
     assert np.isnan(floor[2])  # never in contact: no level
     pooled = features.floor_heights([(heights, contacts), other])
     assert pooled[1] == pytest.approx(np.median(np.r_[heights[:10, 1], [0.05] * 4])) and pooled[2] == pytest.approx(0.05)
+
+
+def test_side_steps_and_backward_walks_keep_their_direction_and_mirror_into_the_other_side():
+    from pfnn_core.kinematics import mirror_keep_skeleton
+
+    folder = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds1"
+    left = bvh.load(folder / "dataset-1_walk-left_normal_001.bvh.gz")
+    back = bvh.load(folder / "dataset-1_walk-back_normal_001.bvh.gz")
+    layouts = make_layouts(left.num_joints)
+
+    def mean_velocity(motion):
+        return layouts.y.unpack(clip_features(motion, layouts, runs=False).y)["root_vel"].mean(axis=0)
+
+    # Dataset 1's "walk-left" is a walk toward the character's left (+x in the root frame) with the body
+    # and toes turned most of the way into it (15-47 degrees off the facing by style), not a side-step
+    # at 90 degrees: the data has no true side-steps. Its mirror walks to the right.
+    stepping_left, mirrored = mean_velocity(left), mean_velocity(mirror_keep_skeleton(left))
+    assert stepping_left[0] > 0.2 and stepping_left[1] > 0.5
+    np.testing.assert_allclose(mirrored, stepping_left * [-1.0, 1.0], atol=0.02)
+    backwards = mean_velocity(back)
+    assert backwards[1] < -0.4 and abs(backwards[1]) > 3 * abs(backwards[0])

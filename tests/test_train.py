@@ -41,7 +41,8 @@ class TinyData:
     stance: dict = field(default_factory=dict)
 
 
-def synthetic_data(clips=8, frames=90, seed=0) -> TinyData:
+def synthetic_data(clips=8, frames=90, seed=0, styles=0) -> TinyData:
+    """Walk-like clips of a 7-joint skeleton; with `styles` > 0, clip c is in style c % styles."""
     rng = np.random.default_rng(seed)
     x_layout = FeatureLayout([("traj_pos", (3, 2)), ("joint_pos", (J, 3)), ("joint_vel", (J, 3))])
     y_layout = FeatureLayout([("root_vel", (2,)), ("dphase", (1,)), ("contacts", (4,)),
@@ -73,7 +74,9 @@ def synthetic_data(clips=8, frames=90, seed=0) -> TinyData:
                     next_index=np.concatenate(nexts), layout=ModelLayout(x_layout, y_layout),
                     clip_names=[f"clip{i}.bvh" for i in range(clips)],
                     skeleton={"names": NAMES, "parents": [-1, 0, 1, 2, 0, 4, 5]},
-                    stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4})
+                    stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4},
+                    style=np.concatenate(clip_ids) % max(styles, 1),
+                    styles=[f"style{i}" for i in range(styles)])
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +143,8 @@ def test_stop_flag_saves_resumable_checkpoint_and_resume_finishes_the_same_run(t
 
     resumed = train(replace(config, resume=str(stopped.resume_path)), data=data)
     assert resumed.epochs_completed == 3 and not resumed.stopped
-    np.testing.assert_allclose(resumed.train_losses, reference.train_losses, rtol=1e-6)
-    np.testing.assert_allclose(resumed.val_losses, reference.val_losses, rtol=1e-6)
+    assert resumed.train_losses == reference.train_losses  # bit-exact: the same batches, draws and states
+    assert resumed.val_losses == reference.val_losses
 
 
 def test_resume_config_reads_the_stored_settings(tmp_path, data):
@@ -207,7 +210,7 @@ def test_cli_surfaces_data_errors_as_one_line(tmp_path, capsys, monkeypatch):
     folder.mkdir()
     (folder / "a.bvh").write_text("HIERARCHY\n")
 
-    def mixed(config):
+    def mixed(config, **kwargs):
         raise ValueError("b.bvh: skeleton differs from a.bvh (joint names)")
 
     monkeypatch.setattr(train_module, "load_training_data", mixed)
@@ -220,7 +223,7 @@ def test_cli_trains_and_resumes(tmp_path, capsys, monkeypatch, data):
     folder = tmp_path / "clips"
     folder.mkdir()
     (folder / "a.bvh").write_text("HIERARCHY\n")
-    monkeypatch.setattr(train_module, "load_training_data", lambda config: data)
+    monkeypatch.setattr(train_module, "load_training_data", lambda config, **kwargs: data)
     out = tmp_path / "m.safetensors"
     common = ["--hidden", "16", "--batch-size", "64", "--threads", "1", "--device", "cpu"]
     assert main([str(folder), "--out", str(out), "--epochs", "1", *common]) == 0

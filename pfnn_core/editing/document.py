@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from pfnn_core.jsonfile import read_json
+
 KINDS = ("inertialize", "crossfade")
 MATCHES = ("phase", "none")
 DEFAULT_FPS = 60.0
@@ -134,14 +136,7 @@ def parse_edit_list(data, source: str = "edit list", base_dir="") -> EditList:
 
 def load_edit_list(path) -> EditList:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise EditError(f"{path}: cannot read the edit list ({error.strerror or error})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise EditError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    data = read_json(path, "edit list", EditError)
     try:
         return parse_edit_list(data, str(path), base_dir=path.parent)
     except EditError as error:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from pfnn_core.evaluation import analysis, report, rollouts
 from pfnn_core.evaluation.reference import (QUICK_CLIPS, clips_on_skeleton, held_out_clips, load_mocap,
                                             mocap_reference, reference_folder, spread)
 from pfnn_core.evaluation.suite import SUBJECTS, ScriptedDrive, drive_suite, run_subject
+from pfnn_core.jsonfile import read_json
 from pfnn_core.labels import label_clips
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "assets" / "models" / "default.safetensors"
@@ -130,9 +130,8 @@ def drive_from_script(path) -> ScriptedDrive:
     """A `pfnn-drive` script file as a drive of the evaluation (validated by the drive's own parser)."""
     from pfnn_core import drive as drive_module
 
-    script = drive_module.load_script(path)
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return ScriptedDrive(script.name, tuple(data["segments"]), f"script {path}")
+    script = drive_module.load_script(path)  # validated: errors name the file and the field
+    return ScriptedDrive(script.name, tuple(read_json(path, "script")["segments"]), f"script {path}")
 
 
 def filmstrip_times(drive) -> list[float]:
