@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "assets" / "models" / "default.safetensors"
 SIM_DT = 1.0 / 60.0
 MAX_SUBSTEPS = 4
+HUD_SPEED_TICKS = 30  # the HUD speed: distance over the last 0.5 s of the root path
 ORBIT_RATE = 2.5  # rad/s at full right-stick tilt
 MOUSE_ORBIT = 0.008  # rad per pixel dragged
 
@@ -113,7 +114,7 @@ class Viewer:
         self.ctx = attach_moderngl(self.window)
         self.renderer = Renderer(self.ctx, samples=msaa)
         self.camera = Camera()
-        self.state = ViewerState(show_panel=show_panel)
+        self.state = ViewerState(show_panel=show_panel, on_screen=visible)
         if capture_dir:
             self.state.capture.folder = str(capture_dir)
         self.devices = InputDevices()
@@ -781,8 +782,8 @@ class Viewer:
 
         past = frame.traj_past_pos
         speed = 0.0
-        if past is not None and len(past) > 10:
-            speed = float(np.linalg.norm((past[-1] - past[-11])[[0, 2]]) / (10 * SIM_DT))
+        if past is not None and len(past) > HUD_SPEED_TICKS:  # mean over about one step, not the wobble within it
+            speed = float(np.linalg.norm((past[-1] - past[-1 - HUD_SPEED_TICKS])[[0, 2]]) / (HUD_SPEED_TICKS * SIM_DT))
         from app.style_panel import weights_label
 
         gait = "playback" if isinstance(self.source, PlaybackSource) else getattr(self.source, "gait", None)

@@ -106,6 +106,7 @@ class ViewerState:
                                                     "joint_axes": False})
     show_panel: bool = True
     show_help: bool = False  # the F1 overlay listing every control
+    on_screen: bool = True  # a person watches the window (headless: no recording sign in the saved frames)
     view_mode: str = "mesh"  # how bodies are drawn: one of VIEW_MODES (read by the renderer)
     camera_mode: str = "follow"  # mirrors the camera (the panel asks for changes with a request)
     open_sections: tuple = ("Model", "Style", "View", "Stats")  # panel sections open now (clicks on headers edit it)
@@ -515,7 +516,7 @@ def hud_window(state: ViewerState, display_size) -> None:
         imgui.text_colored(imgui.ImVec4(0.98, 0.86, 0.3, 1.0),
                            ("PAUSED" if transport.paused else "") + (f"  {transport.speed:.2f}x"
                                                                      if abs(transport.speed - 1.0) > 1e-6 else ""))
-    if state.record.recording or state.capture.video_recording:
+    if state.on_screen and (state.record.recording or state.capture.video_recording):
         imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), "REC" + (" video" if state.capture.video_recording else ""))
     imgui.end()
     if not state.show_help:
