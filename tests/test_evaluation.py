@@ -56,13 +56,13 @@ def test_a_random_network_fails_nearly_every_network_target(random_run):
 
 def test_the_runtime_does_not_hide_a_random_network(random_run):
     """Foot locks, IK, settling steps and the command springs reach the controller's own targets whatever
-    the network does; the body measures must still fail for the runtime subject."""
+    the network does (stops settle by the runtime's own steps); the body measures must still fail for
+    the runtime subject."""
     _, out = random_run
     results = json.loads((out / "results.json").read_text())
     runtime = [row for row in results["rows"] if row["subject"] == "runtime" and row["passed"] is not None]
     failed = {row["measure"] for row in runtime if not row["passed"]}
     assert {"foot skating (walk)", "foot skating (run)", "pose pops per minute"} <= failed
-    assert any(measure.startswith("stop: feet planted") for measure in failed)
     assert results["passed"]["runtime"] < 0.7 * results["checked"]["runtime"]
 
 

@@ -408,5 +408,8 @@ def test_extreme_settings_on_the_shipped_model_stay_finite_with_feet_on_the_floo
         assert np.isfinite(state.world_joint_pos).all()
         lowest = np.minimum(lowest, state.world_joint_pos[0, character.network.contact_joints, 1])
     assert np.all(lowest >= floor - 1e-3)
-    assert np.abs(state.world_joint_pos[0, :, [0, 2]].T - state.root_pos[0, [0, 2]]).max() < 1.5
+    # the body stays with the character (a placement node above the hips hangs by the take's offset,
+    # 4.5 m to the side in dataset 1's files: not part of the body)
+    body = measures.body_joints(checkpoint.meta["skeleton"]["names"], checkpoint.meta["skeleton"]["parents"])
+    assert np.abs(state.world_joint_pos[0, body][:, [0, 2]] - state.root_pos[0, [0, 2]]).max() < 1.5
     assert not character.faults
