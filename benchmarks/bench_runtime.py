@@ -9,10 +9,8 @@
   modes   the binned modes' error against the exact network, on the inputs of a real drive.
   load    `pfnn-drive`'s median tick, quiet and while another process keeps both cores busy, with
           --threads 1 (what every command sets) and 2. Aim: loaded / quiet <= 1.5.
-  before  the tick before this rewrite (git BASELINE, loaded from history) against now, and the largest
-          difference of the shown pose between the two on the same drive.
 
-    python benchmarks/bench_runtime.py [--model M.safetensors] [--sections tick,batch,modes,load,before]
+    python benchmarks/bench_runtime.py [--model M.safetensors] [--sections tick,batch,modes,load]
                                        [--ticks 300] [--threads 1]
 
 Without --model the shipped default model is used (skipped when absent). Random models are built on
@@ -87,9 +85,9 @@ def timed(function, calls: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-def walking(checkpoint, batch: int, device="cpu", path="auto", mode="exact", module=None):
+def walking(checkpoint, batch: int, device="cpu", path="auto", mode="exact"):
     """A character (or crowd) walking steadily (contacts, locks and IK all active)."""
-    character = (module.Character if module else Character)(
+    character = Character(
         checkpoint, batch=batch, device=device, path=path,
         positions=np.stack([np.arange(batch) * 2.0, np.zeros(batch)], axis=-1))
     character.settings.network_mode = mode
@@ -208,39 +206,10 @@ def section_load(model: Path, repeats: int = 2):
         print(f"| {threads} | {quiet:.3f} | {loaded:.3f} | {loaded / quiet:.2f} |", flush=True)
 
 
-def section_before(label, path, ticks):
-    import old_runtime
-
-    old = old_runtime.load()
-    checkpoint = load_checkpoint(path)
-    print(f"\n### Before / after this rewrite: {label} (before = git {old_runtime.BASELINE})\n")
-    print("| B | tick before | tick now | before / now (CPU) |")
-    print("|---|---|---|---|")
-    for batch in (1, 64, 256):
-        calls = max(10, ticks // max(1, batch // 16))
-        before, command = walking(checkpoint, batch, module=old)
-        now, _ = walking(checkpoint, batch)
-        t_before, c_before = timed(lambda: before.tick(command, DT), calls)
-        t_now, c_now = timed(lambda: now.tick(command, DT), calls)
-        print(f"| {batch} | {t_before:.3f} ({c_before:.3f}) | {t_now:.3f} ({c_now:.3f}) | {c_before / c_now:.1f} |",
-              flush=True)
-    from pfnn_core.drive import command_for, load_script
-
-    script = load_script(SCRIPT)
-    characters = [old.Character(checkpoint), Character(checkpoint)]
-    worst = 0.0
-    for tick in range(int(script.duration / DT)):
-        command = command_for(script.segment_at(tick * DT), characters[1].settings)
-        states = [c.tick(command, DT) for c in characters]
-        worst = max(worst, float(np.abs(states[0].world_joint_pos - states[1].world_joint_pos).max()))
-    print(f"\nShown pose, before vs now, {script.name} drive ({int(script.duration / DT)} ticks): "
-          f"largest joint position difference {worst * 1000:.4f} mm")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(SHIPPED), help="trained checkpoint (default: the shipped one)")
-    parser.add_argument("--sections", default="tick,batch,modes,load,before")
+    parser.add_argument("--sections", default="tick,batch,modes,load")
     parser.add_argument("--ticks", type=int, default=300, help="timed calls per measurement at batch 1")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (BLAS and torch)")
     args = parser.parse_args(argv)
@@ -260,8 +229,6 @@ def main(argv=None) -> int:
             section_modes(label, path)
         if "load" in sections and model.is_file():
             section_load(model)
-        if "before" in sections:
-            section_before(label, path, args.ticks)
     return 0
 
 
