@@ -389,17 +389,23 @@ def playback_section(state: ViewerState) -> None:
             state.request("live")
 
 
+def _recording_button(state: ViewerState, what: str, control: str, request: str, recording: bool, frames: int) -> None:
+    """"Record{what} (key)" or, while recording, "Stop{what} (key)" with the frames so far; the
+    button asks for `{request}_start` / `{request}_stop`."""
+    toggle = keys.keys_label(keys.control(control))
+    if recording:
+        if imgui.button(f"Stop{what} ({toggle})"):
+            state.request(f"{request}_stop")
+        imgui.same_line()
+        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {frames} frames")
+    elif imgui.button(f"Record{what} ({toggle})"):
+        state.request(f"{request}_start")
+
+
 def record_section(state: ViewerState) -> None:
     record = state.record
     path_field(state, "record", "BVH file")
-    toggle = keys.keys_label(keys.control("toggle_recording"))
-    if record.recording:
-        if imgui.button(f"Stop ({toggle})"):
-            state.request("record_stop")
-        imgui.same_line()
-        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {record.frames} frames")
-    elif imgui.button(f"Record ({toggle})"):
-        state.request("record_start")
+    _recording_button(state, "", "toggle_recording", "record", record.recording, record.frames)
     if record.message:
         imgui.text_colored(imgui.ImVec4(*OK_COLOUR), record.message)
         _tooltip(record.message)
@@ -412,14 +418,7 @@ def capture_section(state: ViewerState) -> None:
     if imgui.button(f"Screenshot ({keys.keys_label(keys.control('screenshot'))})"):
         state.request("screenshot")
     imgui.same_line()
-    video_key = keys.keys_label(keys.control("toggle_video"))
-    if capture.video_recording:
-        if imgui.button(f"Stop video ({video_key})"):
-            state.request("video_stop")
-        imgui.same_line()
-        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {capture.video_frames} frames")
-    elif imgui.button(f"Record video ({video_key})"):
-        state.request("video_start")
+    _recording_button(state, " video", "toggle_video", "video", capture.video_recording, capture.video_frames)
     if capture.message:
         imgui.text_colored(imgui.ImVec4(*OK_COLOUR), messages.one_line(capture.message, 60))
         _tooltip(capture.message)

@@ -74,3 +74,18 @@ def walk_motion():
 @pytest.fixture(scope="session")
 def random_checkpoint(walk_motion, tmp_path_factory) -> Path:
     return make_random_checkpoint(walk_motion, tmp_path_factory.mktemp("ckpt") / "random.safetensors")
+
+
+def click_widget(viewer, name, x_fraction=0.5):
+    """A real mouse click (move, press, release) at a widget the viewer's panel drew last frame
+    (`state.field_rects[name]`, panel coordinates from the top)."""
+    from pyglet.window import mouse
+
+    x0, y0, x1, y1 = viewer.state.field_rects[name]
+    x, y = x0 + (x1 - x0) * x_fraction, viewer.window.height - (y0 + y1) / 2  # pyglet's y goes up
+    viewer.window.dispatch_event("on_mouse_motion", x, y, 0, 0)
+    viewer.run_frames(1)
+    viewer.window.dispatch_event("on_mouse_press", x, y, mouse.LEFT, 0)
+    viewer.run_frames(1)
+    viewer.window.dispatch_event("on_mouse_release", x, y, mouse.LEFT, 0)
+    viewer.run_frames(1)

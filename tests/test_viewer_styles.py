@@ -5,12 +5,12 @@ and key events and real imgui frames, on a small random-weight style checkpoint 
 
 import numpy as np
 import pytest
-from pyglet.window import key, mouse
+from pyglet.window import key
 
 from app import keys
 from app.live import style_speeds
 from app.style_panel import StyleRow, blend_weights, next_style, style_rows, weights_label
-from conftest import make_random_checkpoint
+from conftest import click_widget, make_random_checkpoint
 from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
 from pfnn_core.drive import parse_script
 from pfnn_core.model import PFNN, ModelConfig
@@ -110,18 +110,6 @@ def _character_styles(viewer):
     return viewer.live_source.character.state.style
 
 
-def _click(viewer, name, x_fraction=0.5):
-    """A real mouse click (move, press, release) at a widget the panel drew last frame."""
-    x0, y0, x1, y1 = viewer.state.field_rects[name]
-    x, y = x0 + (x1 - x0) * x_fraction, HEIGHT - (y0 + y1) / 2  # pyglet's y goes up
-    viewer.window.dispatch_event("on_mouse_motion", x, y, 0, 0)
-    viewer.run_frames(1)
-    viewer.window.dispatch_event("on_mouse_press", x, y, mouse.LEFT, 0)
-    viewer.run_frames(1)
-    viewer.window.dispatch_event("on_mouse_release", x, y, mouse.LEFT, 0)
-    viewer.run_frames(1)
-
-
 def _press(viewer, symbol, modifiers=0):
     if modifiers & key.MOD_SHIFT:
         viewer.window.dispatch_event("on_key_press", key.LSHIFT, 0)
@@ -158,7 +146,7 @@ def test_the_section_lists_the_checkpoints_styles_most_data_first_with_little_da
 
 def test_a_click_on_a_style_sets_it_for_every_character_before_the_next_tick(ui):
     settings = ui.state.settings
-    _click(ui, "style_row_elderly")
+    click_widget(ui, "style_row_elderly")
     character = ui.live_source.character
     np.testing.assert_array_equal(character.state.style, [one_hot("elderly")] * 2)
     ticks = character.state.ticks
@@ -171,18 +159,18 @@ def test_a_click_on_a_style_sets_it_for_every_character_before_the_next_tick(ui)
     settings.walk_speed = 2.0
     ui.state.open_sections = ("Tune",)
     ui.run_frames(2)
-    _click(ui, "reset_settings")
+    click_widget(ui, "reset_settings")
     assert settings.walk_speed == pytest.approx(0.70)
 
 
 def test_the_blend_slider_gives_weights_one_minus_t_and_t(ui):
     state = ui.state
-    _click(ui, "style_blending")
+    click_widget(ui, "style_blending")
     assert state.style.blending
     expected = np.array([0.5, 0.5, 0.0])  # normal -> elderly at the default t = 0.5 (NAMES' order)
     np.testing.assert_allclose(_character_styles(ui), [expected[[1, 0, 2]]] * 2)
     assert "style_blend" in state.field_rects
-    _click(ui, "style_blend", 0.2)
+    click_widget(ui, "style_blend", 0.2)
     t = state.style.blend_t
     assert 0.1 < t < 0.3  # where it was clicked
     weights = np.zeros(3)
@@ -191,10 +179,10 @@ def test_the_blend_slider_gives_weights_one_minus_t_and_t(ui):
     assert state.hud["style"] == f"normal {100 * (1 - t):.0f}% + elderly {100 * t:.0f}%"
     assert state.settings.walk_speed == pytest.approx((1 - t) * 1.09 + t * 0.70)
     state.style.blend_b = "sad"  # what the "to" selector writes
-    _click(ui, "style_blend", 0.9)
+    click_widget(ui, "style_blend", 0.9)
     t = state.style.blend_t
     assert t > 0.8 and _character_styles(ui)[1, NAMES.index("sad")] == pytest.approx(t)
-    _click(ui, "style_blending")  # blending off: back to the one selected
+    click_widget(ui, "style_blending")  # blending off: back to the one selected
     np.testing.assert_array_equal(_character_styles(ui), [one_hot("normal")] * 2)
 
 

@@ -18,7 +18,7 @@ from app.file_browser import RecentFolders, list_folder
 from app.messages import details, failure_message, one_line
 from app.transport import StateHistory, next_speed, scaled_real_dt, TransportPanel
 from app.ui import loss_plot_limits
-from conftest import make_random_checkpoint
+from conftest import click_widget, make_random_checkpoint
 from pfnn_core import bvh
 from pfnn_core.controller import command_from_stick
 from pfnn_core.settings import RuntimeSettings
@@ -91,18 +91,6 @@ def _leave_text_fields(viewer):
         viewer.run_frames(1)
 
 
-def _click(viewer, name, x_fraction=0.5):
-    """A real mouse click (move, press, release) at a widget the panel drew last frame."""
-    x0, y0, x1, y1 = viewer.state.field_rects[name]
-    x, y = x0 + (x1 - x0) * x_fraction, HEIGHT - (y0 + y1) / 2  # pyglet's y goes up
-    viewer.window.dispatch_event("on_mouse_motion", x, y, 0, 0)
-    viewer.run_frames(1)
-    viewer.window.dispatch_event("on_mouse_press", x, y, mouse.LEFT, 0)
-    viewer.run_frames(1)
-    viewer.window.dispatch_event("on_mouse_release", x, y, mouse.LEFT, 0)
-    viewer.run_frames(1)
-
-
 def _type(viewer, text):
     """Key presses as a keyboard makes them: the key (no modifiers), its text, its release."""
     for char in text:
@@ -135,7 +123,7 @@ def _press(viewer, symbol, modifiers=0, frames=2):
 def test_escape_in_a_text_field_leaves_the_field_and_the_window_stays_open(ui):
     ui.state.open_sections = ("Model",)
     ui.run_frames(2)
-    _click(ui, "model")
+    click_widget(ui, "model")
     assert ui._imgui_io().want_text_input  # editing the path
     _press(ui, key.ESCAPE)
     assert not ui.closed and not ui.window.has_exit
@@ -245,7 +233,7 @@ def test_a_click_in_a_path_field_then_typing_replaces_the_path(ui):
     ui.state.open_sections = ("Model",)
     ui.state.model.load_path = "/a/long/path/to/some/model.safetensors"
     ui.run_frames(2)
-    _click(ui, "model", x_fraction=0.3)  # a click in the middle of the text
+    click_widget(ui, "model", x_fraction=0.3)  # a click in the middle of the text
     _type(ui, "new.safetensors")
     assert ui.state.model.load_path == "new.safetensors"
     _leave_text_fields(ui)
@@ -255,7 +243,7 @@ def test_ctrl_a_selects_all_even_when_ctrl_went_down_outside_the_window(ui):
     ui.state.open_sections = ("Model",)
     ui.state.model.load_path = ""
     ui.run_frames(2)
-    _click(ui, "model")
+    click_widget(ui, "model")
     _type(ui, "first/typed/path")
     # Ctrl was pressed while another window had the focus: only the A arrives, with the Ctrl modifier
     ui.window.dispatch_event("on_key_press", key.A, key.MOD_CTRL)
@@ -276,7 +264,7 @@ def test_reset_to_defaults_restores_the_loaded_models_gait_speeds(ui):
     settings.walk_speed, settings.run_speed, settings.drift_window = 2.0, 5.0, 7
     ui.state.open_sections = ("Tune",)
     ui.run_frames(2)
-    _click(ui, "reset_settings")
+    click_widget(ui, "reset_settings")
     assert settings.walk_speed == pytest.approx(1.09) and settings.run_speed == pytest.approx(2.8)
     assert settings.drift_window == RuntimeSettings().drift_window
     assert ui.live_source.character.settings is settings  # reset in place: the runtime sees it
@@ -632,12 +620,12 @@ def test_the_browser_opens_from_a_path_field_and_its_choice_plays(ui, tmp_path, 
     ui.state.playback.path = str(clips / "walk.bvh.gz")
     ui.state.open_sections = ("Playback",)
     ui.run_frames(2)
-    _click(ui, "playback_browse")
+    click_widget(ui, "playback_browse")
     browser = ui.state.browser
     assert browser.open and browser.folder == str(clips) and browser.name == "walk.bvh.gz"
     ui.run_frames(1)
     assert [e.name for e in browser.entries] == ["walk.bvh.gz"]
-    _click(ui, "browser_confirm")
+    click_widget(ui, "browser_confirm")
     ui.run_frames(1)
     assert not browser.open and ui.state.playback.active and ui.state.playback.path == str(clips / "walk.bvh.gz")
     stored = json.loads((folders["config"] / "recent.json").read_text())
@@ -668,7 +656,7 @@ def test_relative_panel_paths_start_in_the_work_folder_not_the_repository(ui, fo
 def test_enter_in_a_path_field_presses_its_button_and_leaves_the_field(ui, tmp_path):
     ui.state.open_sections = ("Model",)
     ui.run_frames(2)
-    _click(ui, "model")
+    click_widget(ui, "model")
     _type(ui, str(tmp_path / "none.safetensors"))
     _press(ui, key.RETURN, frames=3)
     assert "none.safetensors" in ui.state.model.error  # Load was pressed
