@@ -136,27 +136,3 @@ def apply_gait_speeds(settings, meta) -> None:
         settings.run_speed = float(speeds["run"])
 
 
-def style_speeds(meta, names, weights) -> dict:
-    """Full-stick speeds (settings field -> m/s) of a style mix: the weighted mean of each style's
-    measured walk / run speed (`meta["styles"]["stats"]`), the model's pooled gait speed where a style
-    has none. Stands in for the runtime's per-style default settings."""
-    stats = (meta.get("styles") or {}).get("stats") or {}
-    pooled = meta.get("gait_speeds") or {}
-    speeds = {}
-    for gait, setting in (("walk", "walk_speed"), ("run", "run_speed")):
-        values = [_speed((stats.get(name) or {}).get(gait)) or _speed(pooled.get(gait)) for name in names]
-        known = [(float(w), v) for w, v in zip(weights, values) if v is not None and w > 0]
-        total = sum(w for w, _ in known)
-        if total > 0:
-            speeds[setting] = sum(w * v for w, v in known) / total
-    return speeds
-
-
-def _speed(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and np.isfinite(value) and value > 0 else None
-
-
-def apply_style_speeds(settings, meta, names, weights) -> None:
-    """The full-stick walk/run speeds of `settings` (in place) follow the style weights [S]."""
-    for name, value in style_speeds(meta, names, weights).items():
-        setattr(settings, name, value)

@@ -319,7 +319,6 @@ class Viewer:
     def _sync_style(self) -> None:
         """Mirror the followed character's style into the panel; when it changed (the panel, a key, a
         script, stepping back, a new model) the full-stick speeds follow it."""
-        from app.live import apply_style_speeds
         from app.style_panel import ONE_HOT, dominant_style
 
         panel, live = self.state.style, self._styled_live()
@@ -331,7 +330,7 @@ class Viewer:
             return
         panel.running = running
         for settings in (self.state.settings, self.state.model_defaults):
-            apply_style_speeds(settings, live.checkpoint.meta, panel.names, running)
+            settings.apply_style(live.checkpoint.meta, np.asarray(running))
         if not panel.blending and max(running) >= ONE_HOT:
             panel.selected = dominant_style(panel.names, running)
 

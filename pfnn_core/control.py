@@ -129,7 +129,7 @@ class RootMotion:
 @njit
 def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, command_velocity, command_yaw,
                    command_speed, warp, sums_now, sums_back, window, released, strafe, stood, base_from_command,
-                   strafe_share, released_from_command, stand_speed, dt, first_future_time, out_sums, out_velocity,
+                   strafe_share, stand_speed, dt, first_future_time, out_sums, out_velocity,
                    out_yaw_rate, out_position, out_yaw, out_stand, out_moving, out_speed):
     for b in range(root_pos.shape[0]):
         stood_share = 0.0
@@ -142,7 +142,7 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
             speed_share = strafe_share
         else:
             from_command += (1.0 - base_from_command) * stood_share ** START_SHAPE
-        if released[b] and released_from_command:
+        if released[b]:
             from_command = 1.0
         yaw = root_yaw[b]
         local = (predicted_vel_local[b, 0], 0.0, predicted_vel_local[b, 1])
@@ -186,7 +186,8 @@ def root_motion(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, com
     amount. Starting (not strafing), the blend leans toward the command by how much of the last second
     the character stood (`stood` [B, N]: the stand label of its last N trajectory samples): the data
     has no starts, and the network alone takes about a second to reach a walk.
-    Characters `released` [B] bool (the stick let go, with settling steps on) follow the command alone:
+    Characters `released` [B] bool (the stick let go and settling steps taken: `runtime.settling_stage`)
+    follow the command alone:
     the data has no stops, and the command spring's resting place is where the settling steps go."""
     batch = root_pos.shape[0]
     released = np.zeros(batch, dtype=bool) if released is None else released
@@ -199,7 +200,7 @@ def root_motion(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, com
                    command_velocity, command_yaw, command_speed, warp, drift.sums.rows(0),
                    drift.sums.rows(max(window - 1, 0)), window, released, strafe, stood,
                    float(settings.root_motion_from_command), float(settings.strafe_speed_correction),
-                   bool(settings.settle_steps), float(settings.stand_speed), float(dt), float(first_future_time), out_sums, velocity, yaw_rate,
+                   float(settings.stand_speed), float(dt), float(first_future_time), out_sums, velocity, yaw_rate,
                    position, yaw, stand, moving, speed)
     return RootMotion(velocity, yaw_rate, position, yaw, stand, moving, speed,
                       DriftErrors(drift.sums.append(out_sums), drift.count + 1))

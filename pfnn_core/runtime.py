@@ -228,14 +228,15 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                                 (state.joint_pos, state.joint_vel, state.pose_root_pos, yaw_of(state.pose_root_rot),
                                  state.warp), settings.pose_smoothing, dt, settings.fit_rotations, network.plan)
     contacts = np.clip(out["contacts"], 0.0, 1.0)
-    released = ~commands.desired_velocity.any(axis=1)
+    settling = settling_stage(state, ~commands.desired_velocity.any(axis=1), trajectory, settings, network)
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset), settings,
-                      network.floor_heights, dt, network.plan,
-                      *settling_stage(state, released, trajectory, settings, network))
+                      network.floor_heights, dt, network.plan, *settling)
+    # only characters that take settling steps leave their root to the command alone (the steps go where
+    # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
                          trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
-                         trajectory.warp, state.drift, settings, dt, float(network.future_times[0]), released,
+                         trajectory.warp, state.drift, settings, dt, float(network.future_times[0]), settling[0],
                          commands.strafe, state.traj_past_gait[:, :, 0])
     phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt,
                           lambda speed: network.stride_length(speed, state.style), network.sim_fps)

@@ -170,6 +170,7 @@ class RuntimeSettings:
     def __post_init__(self) -> None:
         self._model_limits: dict[str, tuple[float, float]] = {}
         self._model_defaults: dict[str, Any] = {}
+        self._assigned: set[str] = set()  # set by name (`assign`, e.g. `--set`): a style change keeps them
         fields = dataclasses.fields(self)
         self._names = [f.name for f in fields]
         self._numeric = [(f.name, float(f.metadata["min"]), float(f.metadata["max"]), type(f.default))
@@ -201,12 +202,14 @@ class RuntimeSettings:
     def apply_style(self, meta: Mapping[str, Any], style) -> None:
         """Follow a style change: the full-stick speeds and the slow-walk threshold become `style`'s
         (`style_speeds`), both as values and as what `reset` restores. In place (the UI holds this
-        object). A bare-network preset (warp off) keeps its warp off."""
+        object). A bare-network preset (warp off) keeps its warp off; a value set by name (`assign`,
+        `pfnn-drive --set`) stays as set."""
         speeds = style_speeds(meta, style)
         if self.slow_walk_speed <= 0.0:
             speeds.pop("slow_walk_speed", None)
         for name, value in speeds.items():
-            setattr(self, name, value)
+            if name not in self._assigned:
+                setattr(self, name, value)
             if self._model_defaults:
                 self._model_defaults[name] = value
         self.clamp()
@@ -292,7 +295,13 @@ class RuntimeSettings:
     def assign(self, name: str, text: str) -> str | None:
         """Set a setting from text (`--set NAME=VALUE`). Raises ValueError for an unknown name (listing
         the known ones), a value of the wrong kind or outside the setting's physical range (naming the
-        range). A value outside this model's range is clamped into it; the returned note says so."""
+        range). A value outside this model's range is clamped into it; the returned note says so. A
+        setting assigned this way keeps its value over later style changes (`apply_style`)."""
+        note = self._assign(name, text)
+        self._assigned.add(name)
+        return note
+
+    def _assign(self, name: str, text: str) -> str | None:
         fields = {f.name: f for f in dataclasses.fields(self)}
         if name not in fields:
             raise ValueError(f"unknown setting {name!r}; known settings: {', '.join(fields)}")

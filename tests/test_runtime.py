@@ -226,6 +226,26 @@ def test_a_stop_settles_both_feet_in_the_mocaps_stance_within_a_second(tmp_path)
     assert 1 <= steps <= 3
 
 
+@pytest.mark.parametrize("foot_locking", [True, False])
+def test_a_released_stick_hands_the_root_to_the_command_only_where_settling_steps_run(monkeypatch, foot_locking):
+    """The root follows the command spring alone after a stop only for characters that take settling
+    steps; with foot locking off (no steps) the network's own motion keeps its share."""
+    from pfnn_core import runtime
+
+    seen = []
+    original = runtime.root_motion
+    monkeypatch.setattr(runtime, "root_motion", lambda *args, **kw: seen.append(np.array(args[12])) or original(*args, **kw))
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    settings.foot_locking = foot_locking
+    character = Character(checkpoint, settings)
+    drive(character, command_from_world_move([0.0, 1.0], False, settings), 30)
+    seen.clear()
+    for _ in range(10):
+        character.tick(stand_command(), DT)
+    assert np.concatenate(seen).all() == foot_locking and np.concatenate(seen).any() == foot_locking
+
+
 def test_never_varying_input_features_are_held_at_their_training_value(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
     network = Character(checkpoint, settle_ticks=0, device="cpu", path="numpy").network

@@ -176,3 +176,16 @@ def test_a_style_change_sets_the_styles_speeds_and_what_reset_restores():
     bare = RuntimeSettings.bare_network(meta)
     bare.apply_style(meta, "slow")
     assert bare.walk_speed == 0.7 and bare.slow_walk_speed == 0.0  # the bare network never warps
+
+
+def test_a_setting_assigned_by_name_stays_over_a_style_change():
+    meta = {"styles": {"names": ["a", "b"], "stats": {"a": {"walk": 0.7, "run": 1.4}, "b": {"walk": 1.3, "run": 3.0}}}}
+    settings = RuntimeSettings.from_checkpoint_meta(meta, style="a")
+    settings.assign("walk_speed", "0.9")  # pfnn-drive --set walk_speed=0.9
+    settings.apply_style(meta, "b")
+    assert settings.walk_speed == pytest.approx(0.9) and settings.run_speed == pytest.approx(3.0)
+    with pytest.raises(ValueError):
+        settings.assign("run_speed", "fast")  # a failed assignment does not pin the field
+    settings.apply_style(meta, "a")
+    assert settings.run_speed == pytest.approx(1.4)
+

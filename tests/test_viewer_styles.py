@@ -8,7 +8,6 @@ import pytest
 from pyglet.window import key
 
 from app import keys
-from app.live import style_speeds
 from app.style_panel import StyleRow, blend_weights, next_style, style_rows, weights_label
 from conftest import click_widget, make_random_checkpoint
 from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
@@ -17,7 +16,7 @@ from pfnn_core.model import PFNN, ModelConfig
 
 WIDTH, HEIGHT = 1000, 700
 NAMES = ["elderly", "normal", "sad"]  # the style input's order (as training writes it: sorted)
-STATS = {"elderly": {"minutes": 13.1, "walk": 0.70, "run": 1.44},
+STATS = {"elderly": {"minutes": 13.1, "walk": 0.70, "run": 1.44, "side_step": 0.80},
          "normal": {"minutes": 13.7, "walk": 1.09, "run": 2.77},
          "sad": {"minutes": 1.1, "walk": 0.50, "run": 2.28}}  # under 2 minutes: little data
 BY_DATA = ["normal", "elderly", "sad"]
@@ -47,16 +46,6 @@ def test_blend_weights_labels_and_the_cycle():
     rows = style_rows(NAMES, STATS)
     assert [next_style(rows, name) for name in BY_DATA] == ["elderly", "sad", "normal"]
     assert next_style(rows, "normal", -1) == "sad" and next_style(rows, "gone") == "normal"
-
-
-def test_full_stick_speeds_are_the_weighted_mean_of_the_styles_speeds():
-    meta = {"styles": {"names": NAMES, "stats": {**STATS, "sad": {"minutes": 1.1, "walk": 0.5}}},
-            "gait_speeds": {"walk": 1.2, "run": 3.4}}
-    assert style_speeds(meta, NAMES, one_hot("elderly")) == pytest.approx({"walk_speed": 0.70, "run_speed": 1.44})
-    blend = style_speeds(meta, NAMES, [0.0, 0.6, 0.4])
-    assert blend["walk_speed"] == pytest.approx(0.6 * 1.09 + 0.4 * 0.5)
-    assert blend["run_speed"] == pytest.approx(0.6 * 2.77 + 0.4 * 3.4)  # sad has no run: the pooled one
-    assert style_speeds({}, [], np.zeros(0)) == {}
 
 
 # ---- the viewer -----------------------------------------------------------------------------------
@@ -154,6 +143,7 @@ def test_a_click_on_a_style_sets_it_for_every_character_before_the_next_tick(ui)
     assert character.state.ticks > ticks  # it ticked, and in the style asked for
     np.testing.assert_array_equal(character.state.style, [one_hot("elderly")] * 2)
     assert (settings.walk_speed, settings.run_speed) == (pytest.approx(0.70), pytest.approx(1.44))
+    assert settings.side_step_speed == pytest.approx(0.80)  # every per-style speed, not only walk and run
     assert ui.state.style.selected == "elderly" and ui.state.hud["style"] == "elderly"
     # "Reset to defaults" in Tune gives the style's speeds too
     settings.walk_speed = 2.0
