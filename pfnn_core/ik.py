@@ -160,12 +160,6 @@ def smoothstep(weight):
 
 
 @njit
-def locked_position(foot, target, weight):
-    """The network's foot pulled toward a pin by `weight` (0 = the network's, 1 = the pin)."""
-    return mat3.lerp(foot, target, weight)
-
-
-@njit
 def release_duration(offset, release_time):
     """How long the fade of a released pin's `offset` lasts: `release_time`, or longer for a large
     offset, so the fade never accelerates the shown joint by more than RELEASE_ACCELERATION (a

@@ -21,14 +21,14 @@ from typing import NamedTuple
 import numpy as np
 
 from pfnn_core.mat3 import njit
+from pfnn_core.settings import RuntimeSettings
 
 STEP_TOLERANCE = 0.03     # m: a foot this close to its standing place (3D) stays put
-STEP_DURATION_S = 0.30    # s per settling step (a short step of a slow walk)
-STEP_HEIGHT = 0.05        # m: the foot's lift at the middle of the step
+STEP_DURATION_S = RuntimeSettings.settle_step_time  # s per settling step: the runtime's default
+STEP_HEIGHT = RuntimeSettings.settle_step_height     # m: the foot's lift at the middle of the step: the same
 MAX_STEPS = 3             # per stop: after this many the feet stay where they are
 AIRBORNE_HEIGHT = 0.02    # m: a foot whose lowest joint is higher above its floor level steps first
 LANDING_SPEED = 0.5       # m/s: a foot left in the air while the other steps comes straight down this fast
-FEET = ((0, 1), (2, 3))   # contact slots of the left and the right foot
 
 
 class SettleState(NamedTuple):
