@@ -154,12 +154,6 @@ def fade_weight(weight, goal, halflife: float, dt: float) -> np.ndarray:
 
 
 @njit
-def smoothstep(weight):
-    w = min(max(weight, 0.0), 1.0)
-    return w * w * (3.0 - 2.0 * w)
-
-
-@njit
 def release_duration(offset, release_time):
     """How long the fade of a released pin's `offset` lasts: `release_time`, or longer for a large
     offset, so the fade never accelerates the shown joint by more than RELEASE_ACCELERATION (a
@@ -181,7 +175,7 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
     network's joint, and the offset fades out (smoothstep over `release_duration`), so the joint lifts
     off with the network's step instead of gliding across the floor to catch up.
     `floor_level` NaN: no floor known (no height condition, no snapping)."""
-    shown = mat3.add(foot, mat3.scale(offset, smoothstep(weight)))
+    shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
     if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
         target, weight, active = shown, 1.0, True
@@ -203,7 +197,7 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
         offset, weight = mat3.sub(target, foot), 1.0
     else:
         weight = max(weight - dt / max(release_duration(offset, release_time), 1e-6), 0.0)
-    shown = mat3.add(foot, mat3.scale(offset, smoothstep(weight)))
+    shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     return shown, weight, False, offset, shown
 
 

@@ -67,6 +67,13 @@ def lerp(a, b, t):
 
 
 @njit
+def smoothstep(t):
+    """3 t^2 - 2 t^3 of t clipped to [0, 1] (a scalar; `features.smoothstep` is the array form)."""
+    t = min(max(t, 0.0), 1.0)
+    return t * t * (3.0 - 2.0 * t)
+
+
+@njit
 def dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 

@@ -308,7 +308,7 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
                     out_weight[b, s], out_active[b, s] = pin[1], pin[2]
                     mat3.store3(out_offset[b], s, pin[3])
                     mat3.store3(goals, s, pin[4])
-                    pull[s] = 1.0 if pin[2] else ik.smoothstep(pin[1])
+                    pull[s] = 1.0 if pin[2] else mat3.smoothstep(pin[1])
                 else:
                     mat3.store3(out_target[b], s, foot)
                     out_weight[b, s], out_active[b, s] = 0.0, False

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pfnn_core import mat3
 from pfnn_core.mat3 import njit
 from pfnn_core.settings import RuntimeSettings
 
@@ -66,7 +67,7 @@ def arc_point(start, end, progress, height):
     """A point along a step from `start` to `end` at `progress` in [0, 1]: the ground path eases in
     and out (smoothstep), the foot lifts by height * sin(pi * progress)."""
     t = min(max(progress, 0.0), 1.0)
-    ease = t * t * (3.0 - 2.0 * t)
+    ease = mat3.smoothstep(t)
     lift = height * math.sin(math.pi * t)
     return (start[0] + ease * (end[0] - start[0]), start[1] + ease * (end[1] - start[1]) + lift,
             start[2] + ease * (end[2] - start[2]))
