@@ -239,7 +239,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                          trajectory.warp, state.drift, settings, dt, float(network.future_times[0]), settling[0],
                          commands.strafe, state.traj_past_gait[:, :, 0])
     phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt,
-                          lambda speed: network.stride_length(speed, state.style), network.sim_fps)
+                          lambda speed: settings.stride_scale * network.stride_length(speed, state.style),
+                          network.sim_fps)
     joint_vel = np.ascontiguousarray(out["joint_vel"])
     fault = check_tick(y, pose.fed_back, joint_vel, motion.speed, feet.extent, network.limits)
     net_future_pos, net_future_dir = network_trajectory(out["future_pos"], out["future_dir"], state.root_pos, root_yaw,

@@ -99,6 +99,14 @@ class RuntimeSettings:
     # 'speed': phase advances by speed / stride_length * dt (stops at zero speed); 'network': predicted dphase.
     phase_mode: str = _tunable("speed", "Phase mode", "Speed-based phase (stops when still) or the network's dphase.",
                                choices=PHASE_MODES)
+    # The speed-based phase divides by the mocap's stride length (per style and speed) times this. The
+    # network's steps can come out shorter than the mocap's (a regression to the mean), and then a
+    # planted foot is carried along faster than the legs move it. 0.9 looked better on the tuning drives
+    # (scripts/drives/tuning: run skating 0.84 -> 0.68 m/s, pops 8.8 -> 7.7 per minute) but did not
+    # carry over to the evaluation suite (skating 5-16% lower in 14 of 20 rows, pops 7.7 -> 10.9 per
+    # minute), so the default stays 1 (the mocap's strides).
+    stride_scale: float = _tunable(1.0, "Stride scale", "Phase advance uses the mocap's stride length times this "
+                                   "(smaller: the legs cycle faster for the same speed).", min=0.5, max=1.5, step=0.01)
     # Weight of the previous pose extrapolated by its velocity in the fed-back pose (0 = network only) [PFNN: 0.5].
     pose_smoothing: float = _tunable(0.5, "Pose smoothing", "Blend of the extrapolated previous pose into the prediction.",
                                      min=0.0, max=0.95, step=0.05)

@@ -246,6 +246,28 @@ def test_a_released_stick_hands_the_root_to_the_command_only_where_settling_step
     assert np.concatenate(seen).all() == foot_locking and np.concatenate(seen).any() == foot_locking
 
 
+def test_the_stride_scale_sets_the_cadence_at_a_given_speed():
+    """Speed-based phase: cycles per second = speed / (stride_scale x the mocap's stride); halving the
+    scale doubles the cadence at the same root speed."""
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+    cycles, speeds = [], []
+    for scale in (1.0, 0.5):
+        settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+        settings.stride_scale = scale
+        character = Character(checkpoint, settings)
+        command = command_from_world_move([0.0, 1.0], False, settings)
+        drive(character, command, 90)
+        start, turns, previous = character.state.root_pos[0].copy(), 0.0, character.state.phase[0]
+        for _ in range(120):
+            phase = character.tick(command, DT).phase[0]
+            turns += (phase - previous) % 1.0
+            previous = phase
+        cycles.append(turns)
+        speeds.append(np.linalg.norm((character.state.root_pos[0] - start)[[0, 2]]) / (120 * DT))
+    assert speeds[1] == pytest.approx(speeds[0], rel=0.03)  # the root moves as commanded either way
+    assert cycles[1] / cycles[0] == pytest.approx(2.0, rel=0.05)
+
+
 def test_never_varying_input_features_are_held_at_their_training_value(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
     network = Character(checkpoint, settle_ticks=0, device="cpu", path="numpy").network
