@@ -131,6 +131,7 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
                    command_speed, warp, sums_now, sums_back, window, released, strafe, stood, base_from_command,
                    strafe_share, stand_speed, dt, first_future_time, out_sums, out_velocity,
                    out_yaw_rate, out_position, out_yaw, out_stand, out_moving, out_speed):
+    mean, applied = np.empty(3), np.empty(3)  # scratch, reused for every character
     for b in range(root_pos.shape[0]):
         stood_share = 0.0
         for k in range(stood.shape[1]):
@@ -151,7 +152,6 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
         commanded = (command_velocity[b, 0], command_velocity[b, 1], wrap_angle(command_yaw[b] - yaw) / first_future_time)
         stand = stand_amount(command_speed[b], stand_speed)
         moving = move_amount(stand)
-        mean = np.empty(3)
         for k in range(3):
             out_sums[b, k] = sums_now[b, k] + (predicted[k] - commanded[k])
             mean[k] = (out_sums[b, k] - sums_back[b, k]) / window if window > 0 else 0.0
@@ -160,7 +160,6 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
             along = (mean[0] * commanded[0] + mean[1] * commanded[1]) / speed
             kept = (1.0 - speed_share) * along / speed
             mean[0], mean[1] = mean[0] - kept * commanded[0], mean[1] - kept * commanded[1]
-        applied = np.empty(3)
         for k in range(3):
             corrected = predicted[k] - mean[k]
             applied[k] = (corrected + from_command * (commanded[k] - corrected)) * moving
