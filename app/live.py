@@ -60,7 +60,7 @@ class LiveSource:
         from pfnn_core.runtime import Character
 
         checkpoint = load_checkpoint(path)
-        apply_gait_speeds(settings, checkpoint.meta)
+        settings.apply_style(checkpoint.meta, None)  # the default style's full-stick speeds
         character = Character(checkpoint, settings=settings, batch=crowd, positions=crowd_positions(crowd))
         return cls(character, str(path), checkpoint)
 
@@ -70,7 +70,7 @@ class LiveSource:
 
         checkpoint = load_checkpoint(path)
         self.character.swap_model(checkpoint)
-        apply_gait_speeds(self.character.settings, checkpoint.meta)
+        self.character.settings.apply_style(checkpoint.meta, None)
         self.path, self.checkpoint = str(path), checkpoint
 
     @property
@@ -124,15 +124,5 @@ class LiveSource:
         contact_joints, names = np.asarray(network.contact_joints), tuple(network.names)
         return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0,
                                    offsets=network.offsets) for b in range(state.batch_size)]
-
-
-def apply_gait_speeds(settings, meta) -> None:
-    """Full-stick walk/run speeds from the checkpoint's measured gait speeds (in place: the panel
-    holds this settings object)."""
-    speeds = meta.get("gait_speeds") or {}
-    if "walk" in speeds:
-        settings.walk_speed = float(speeds["walk"])
-    if "run" in speeds:
-        settings.run_speed = float(speeds["run"])
 
 

@@ -57,9 +57,8 @@ def idle_state(batch: int) -> SettleState:
 def stance_point(hips_x, hips_z, body_yaw, stance, joint):
     """World position of contact joint `joint` of `stance` [4, 3] (body frame) under hips at (hips_x,
     hips_z) whose body faces `body_yaw` (0 faces +Z); its height is the stance's."""
-    c, s = math.cos(body_yaw), math.sin(body_yaw)
-    x, z = stance[joint, 0], stance[joint, 2]
-    return (c * x + s * z + hips_x, stance[joint, 1], -s * x + c * z + hips_z)
+    x, _, z = mat3.mat_vec(mat3.yaw_matrix(body_yaw), (stance[joint, 0], 0.0, stance[joint, 2]))
+    return (x + hips_x, stance[joint, 1], z + hips_z)
 
 
 @njit

@@ -92,7 +92,7 @@ def spring_angle_update(angle, angular_velocity, goal_angle, halflife, dt):
 def remaining_travel(velocity, acceleration, halflife) -> np.ndarray:
     """How far [..., 2] a velocity spring (`spring_velocity_step`) still moves while it comes to rest
     (goal velocity 0): acceleration / rate^2 + 2 velocity / rate, the limit of its position."""
-    rate = HALFLIFE_TO_RATE / max(float(halflife), 1e-6)
+    rate = spring_rate(float(halflife))
     return np.asarray(acceleration, dtype=float) / (rate * rate) + 2.0 * np.asarray(velocity, dtype=float) / rate
 
 
