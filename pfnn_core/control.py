@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from pfnn_core import mat3
+from pfnn_core.features import smoothstep
 from pfnn_core.history import History
 from pfnn_core.mat3 import njit, wrap_angle
 from pfnn_core.phase import stride_length_at
@@ -24,6 +25,7 @@ vectorize = numba.vectorize(["float64(float64, float64)"], cache=True)
 DRIFT_CAPACITY = 600  # most drift-correction ticks remembered (the settings' maximum window)
 MIN_STRIDE_LENGTH = 0.05  # m; guards the speed / stride division
 START_SHAPE = 0.5  # a start leans on the command by (share of the last second stood) ** this
+PRIMING_RAMP = 0.25  # s: a start's primed past fades in over this long after the stick is pushed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +110,33 @@ def advance_phase_by_network(phase, dphase_per_frame, scale, dt: float, sim_fps:
     """The network's own dphase (cycles per 1/sim_fps frame), rescaled to dt and by `scale`."""
     step = np.clip(np.asarray(dphase_per_frame, dtype=float), 0.0, 0.5) * dt * sim_fps
     return (np.asarray(phase) + step * scale) % 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Starts
+
+
+def primed_past(past, root_pos, velocity, gait_now, moving, stood, ages, amount: float) -> np.ndarray:
+    """The past trajectory samples [B, P, 9] (world position, facing, gait) as the network sees them at a
+    start: blended toward the past of a character that had already been moving at the commanded
+    `velocity` [B, 2] (x, z; positions root_pos - velocity x age, `ages` [P] s before now) with today's
+    gait `gait_now` [B, 3]. The data has no starts: shown a standing past the network keeps its feet
+    down for about a second while the root leaves, and the pinned feet are dragged. The blend is
+    `amount` x the share of the last second stood (`stood` [B, N], the stand label of the history)
+    for characters `moving` [B] bool, faded in over PRIMING_RAMP after the stick is pushed (a jump in
+    the input is a jump in the pose) and gone once the character has moved for a second."""
+    stood_share = np.asarray(stood, dtype=float).mean(axis=1)
+    ramp = smoothstep(0.0, PRIMING_RAMP, 1.0 - stood_share)
+    weight = float(amount) * stood_share * ramp * np.asarray(moving, dtype=bool)
+    if not np.any(weight > 0.0):
+        return past
+    primed = np.array(past, dtype=float, copy=True)
+    ages = np.asarray(ages, dtype=float)[None, :, None]
+    moved = np.stack([velocity[:, 0], np.zeros(len(velocity)), velocity[:, 1]], axis=-1)[:, None, :]
+    w = weight[:, None, None]
+    primed[..., 0:3] += w * (root_pos[:, None, :] - ages * moved - primed[..., 0:3])
+    primed[..., 6:9] += w * (np.asarray(gait_now, dtype=float)[:, None, :] - primed[..., 6:9])
+    return primed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from pfnn_core.mat3 import njit
 from pfnn_core.quat import quat_from_matrix, quat_mul_vec, quat_to_matrix
 
 RELEASE_ACCELERATION = 50.0  # m/s^2: the most a release fade accelerates a joint (3 cm off its trend at 30 Hz)
+CATCH_UP_LEAD = 0.25  # a catch-up step lands this share of its pin's offset AHEAD of the network's foot
+SOFT_REACH = 0.03  # share of a leg's length over which its reach eases to full extension (`soft_reach`)
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
 # Below this knee bend the leg counts as straight and the pole hint takes over the bend plane,
 # blending in continuously as the bend shrinks (a nearly straight leg's own plane is noise).
@@ -53,6 +55,19 @@ class LegSolution(NamedTuple):
 
 
 @njit
+def soft_reach(distance, leg_length):
+    """The hip-ankle distance a leg takes for a target `distance` away: the same up to (1 - SOFT_REACH)
+    of the leg's length, then easing exponentially toward the full length [soft IK]: near full
+    extension a small move of the target swings the knee a long way, and a leg snapping straight
+    pops; the ankle falls short of a far target by at most SOFT_REACH x the leg's length."""
+    soft = SOFT_REACH * leg_length
+    start = leg_length - soft
+    if soft <= 0.0 or distance <= start:
+        return distance
+    return start + soft * (1.0 - math.exp(-(distance - start) / soft))
+
+
+@njit
 def solve_leg(hip, knee, ankle, hip_rot, knee_rot, target, pole):
     """Turn hip and knee (global rotation matrices) so the ankle reaches `target`; returns
     (hip_rot, knee_rot, knee_pos, ankle_pos).
@@ -67,7 +82,7 @@ def solve_leg(hip, knee, ankle, hip_rot, knee_rot, target, pole):
     thigh_length, shin_length = mat3.length(thigh), mat3.length(shin)
     reach_max = (thigh_length + shin_length) * (1.0 - _REACH_MARGIN)
     reach_min = abs(thigh_length - shin_length) * (1.0 + _REACH_MARGIN) + 1e-6
-    reach = min(max(mat3.length(mat3.sub(target, hip)), reach_min), reach_max)
+    reach = min(max(soft_reach(mat3.length(mat3.sub(target, hip)), thigh_length + shin_length), reach_min), reach_max)
 
     # 1. The knee angle that puts the ankle at the reach distance (law of cosines), in a plane whose
     #    normal bends the knee toward the pole.
@@ -140,6 +155,7 @@ class FootLocks(NamedTuple):
     weight: np.ndarray  # [..., F] 1 while held; while released, what is left of the release fade (1 -> 0)
     active: np.ndarray  # [..., F] bool: pin held vs released
     offset: np.ndarray  # [..., F, 3] world offset of the shown joint from the network's at the release
+    stepping: np.ndarray | None = None  # [..., F] bool: released into a catch-up step (None: none are)
 
 
 @njit
@@ -162,19 +178,44 @@ def release_duration(offset, release_time):
 
 
 @njit
+def step_shown(foot, offset, weight, height):
+    """Where a foot joint in a catch-up step is shown: it starts at the pin (`foot` + `offset`, weight
+    1) and lands `CATCH_UP_LEAD` x the offset AHEAD of the network's foot (weight 0), easing in and
+    out, lifted by height * sin(pi * progress)."""
+    ease = mat3.smoothstep(weight) * (1.0 + CATCH_UP_LEAD) - CATCH_UP_LEAD
+    lift = height * math.sin(math.pi * (1.0 - min(max(weight, 0.0), 1.0)))
+    shown = mat3.add(foot, mat3.scale(offset, ease))
+    return (shown[0], shown[1] + lift, shown[2])
+
+
+@njit
 def update_lock(target, weight, active, offset, foot, in_contact, release_time, dt, release_distance, floor_level,
-                start_height, snap_height, snap_keep):
-    """Advance one foot joint's pin by one tick; returns (target, weight, active, offset, shown).
+                start_height, snap_height, snap_keep, stepping=False, step_height=-1.0):
+    """Advance one foot joint's pin by one tick; returns (target, weight, active, offset, shown, stepping).
 
     A pin starts when the contact output rises above its threshold while the joint is shown within
     `start_height` of its floor level, at the joint's shown position (so it does not jump); a pin that
     starts within `snap_height` of the floor level is brought onto it (the gap shrinks by `snap_keep`
     per tick, then closes exactly). While the contact stays high the pin holds; it is never more than
-    `release_distance` (horizontally) from the network's foot (dragged along on a leash). When the
-    contact ends the pin is released RELATIVE TO THE BODY: the shown joint keeps its offset from the
-    network's joint, and the offset fades out (smoothstep over `release_duration`), so the joint lifts
-    off with the network's step instead of gliding across the floor to catch up.
-    `floor_level` NaN: no floor known (no height condition, no snapping)."""
+    `release_distance` (horizontally) from the network's foot. Past that distance the body has moved
+    on and the network's foot is still planted under it (the data has no starts: at a start the network
+    keeps its feet down while the root leaves): with `step_height` >= 0 the foot takes a CATCH-UP STEP
+    (released relative to the body and lifted by `step_height`, `step_shown`, landing ahead of the
+    network's foot, never re-pinned mid-step); with `step_height` < 0 it is dragged along on the leash
+    (it slides by the excess). When the contact ends the pin is released RELATIVE TO THE BODY: the shown
+    joint keeps its offset from the network's joint, and the offset fades out (smoothstep over
+    `release_duration`), so the joint lifts off with the network's step instead of gliding across the
+    floor to catch up. `floor_level` NaN: no floor known (no height condition, no snapping)."""
+    if stepping:
+        weight = max(weight - dt / max(release_duration(mat3.scale(offset, 1.0 + CATCH_UP_LEAD), release_time), 1e-6),
+                     0.0)
+        shown = step_shown(foot, offset, weight, step_height)
+        if weight > 0.0:
+            return target, weight, False, offset, shown, True
+        landed = mat3.sub(shown, foot)  # = -CATCH_UP_LEAD x offset: it fades out if the contact has ended
+        if in_contact:
+            return shown, 1.0, True, landed, shown, False
+        return shown, 1.0, False, landed, shown, False
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
     if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
@@ -185,59 +226,65 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
             if abs(gap) < snap_height:
                 gap = gap * snap_keep if abs(gap) > 1e-3 else 0.0
                 target = (target[0], floor_level + gap, target[2])
-        # Dragged on a leash rather than dropped: the shown foot then slides only by the excess, slowly,
-        # instead of gliding all the way back to the network's foot while the contact is still on.
         dx, dz = target[0] - foot[0], target[2] - foot[2]
         distance = math.sqrt(dx * dx + dz * dz)
         if distance > release_distance:
+            if step_height >= 0.0:
+                return target, 1.0, False, mat3.sub(target, foot), target, True
             shrink = release_distance / max(distance, 1e-12)
             target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
-        return target, 1.0, True, mat3.sub(target, foot), target
+        return target, 1.0, True, mat3.sub(target, foot), target, False
     if active:  # the contact ended: release from where the pin holds the joint
         offset, weight = mat3.sub(target, foot), 1.0
     else:
         weight = max(weight - dt / max(release_duration(offset, release_time), 1e-6), 0.0)
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
-    return shown, weight, False, offset, shown
+    return shown, weight, False, offset, shown, False
 
 
 @njit
-def _update_locks(target, weight, active, offset, foot, contacts, threshold, release_time, dt, release_distance, floor,
-                  start_height, snap_height, snap_keep, out_target, out_weight, out_active, out_offset, out_shown):
+def _update_locks(target, weight, active, offset, stepping, foot, contacts, threshold, release_time, dt,
+                  release_distance, floor, start_height, snap_height, snap_keep, step_height, out_target, out_weight,
+                  out_active, out_offset, out_stepping, out_shown):
     for i in range(foot.shape[0]):
         pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(offset, i), mat3.load3(foot, i),
                           contacts[i] > threshold, release_time, dt, release_distance, floor[i], start_height,
-                          snap_height, snap_keep)
+                          snap_height, snap_keep, stepping[i], step_height)
         mat3.store3(out_target, i, pin[0])
-        out_weight[i], out_active[i] = pin[1], pin[2]
+        out_weight[i], out_active[i], out_stepping[i] = pin[1], pin[2], pin[5]
         mat3.store3(out_offset, i, pin[3])
         mat3.store3(out_shown, i, pin[4])
 
 
 def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, release_time: float,
                       release_distance: float, dt: float, floor=None, start_height: float = np.inf,
-                      snap_height: float = 0.0, snap_halflife: float = 0.03) -> tuple[FootLocks, np.ndarray]:
+                      snap_height: float = 0.0, snap_halflife: float = 0.03,
+                      step_height: float | None = None) -> tuple[FootLocks, np.ndarray]:
     """`update_lock` for every foot joint [..., F]; returns (locks, shown positions [..., F, 3]).
     `release_time` (s): how long a released pin's offset takes to fade out; `floor` [..., F] the
-    joints' floor levels (None: no floor)."""
+    joints' floor levels (None: no floor); `step_height` (m): lift of a catch-up step past the leash
+    (None: dragged on the leash instead)."""
     foot_pos = np.asarray(foot_pos, dtype=float)
     shape = foot_pos.shape[:-1]
     count = int(np.prod(shape))
     out_target, out_offset, out_shown = (np.empty((count, 3)) for _ in range(3))
-    out_weight, out_active = np.empty(count), np.empty(count, dtype=bool)
+    out_weight, out_active, out_stepping = np.empty(count), np.empty(count, dtype=bool), np.empty(count, dtype=bool)
     floor = np.full(shape, np.nan) if floor is None else floor
+    stepping = np.zeros(shape, dtype=bool) if locks.stepping is None else locks.stepping
     _update_locks(_flat(locks.target, shape, 3), _flat1(locks.weight, shape), _flat1(locks.active, shape, bool),
-                  _flat(locks.offset, shape, 3), _flat(foot_pos, shape, 3), _flat1(contacts, shape), float(threshold),
-                  float(release_time), float(dt), float(release_distance), _flat1(floor, shape), float(start_height),
-                  float(snap_height), fade_keep(snap_halflife, dt), out_target, out_weight, out_active, out_offset,
-                  out_shown)
+                  _flat(locks.offset, shape, 3), _flat1(stepping, shape, bool), _flat(foot_pos, shape, 3),
+                  _flat1(contacts, shape), float(threshold), float(release_time), float(dt), float(release_distance),
+                  _flat1(floor, shape), float(start_height), float(snap_height), fade_keep(snap_halflife, dt),
+                  -1.0 if step_height is None else float(step_height), out_target, out_weight, out_active, out_offset,
+                  out_stepping, out_shown)
     return (FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape),
-                      out_offset.reshape(shape + (3,))), out_shown.reshape(shape + (3,)))
+                      out_offset.reshape(shape + (3,)), out_stepping.reshape(shape)), out_shown.reshape(shape + (3,)))
 
 
 def empty_foot_locks(batch_shape: tuple[int, ...], feet: int) -> FootLocks:
     return FootLocks(np.zeros(batch_shape + (feet, 3)), np.zeros(batch_shape + (feet,)),
-                     np.zeros(batch_shape + (feet,), dtype=bool), np.zeros(batch_shape + (feet, 3)))
+                     np.zeros(batch_shape + (feet,), dtype=bool), np.zeros(batch_shape + (feet, 3)),
+                     np.zeros(batch_shape + (feet,), dtype=bool))
 
 
 # ---------------------------------------------------------------------------------------------

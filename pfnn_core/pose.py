@@ -244,10 +244,12 @@ def _settle_goals(b, pos, foot_pos, settle_was_active, shown_before, contact_joi
 
 
 @njit
-def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settling, contact_joints, weight, offset):
+def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settling, contact_joints, weight, offset,
+                  stepping, catch_up):
     """Pull a foot whose ankle goal is farther from its hip than `reach` x the leg's length toward the
-    hip (horizontally, the goal's height kept), ankle and toe together, and drag its held pins along:
-    a straight leg has no knee direction, and a foot left far behind is a stretched, popping leg."""
+    hip (horizontally, the goal's height kept), ankle and toe together, and let its held pins go (into
+    a catch-up step when `catch_up`): a straight leg has no knee direction, and a foot left far behind
+    is a stretched, popping leg."""
     for leg in range(legs.shape[0]):
         hip, knee, ankle = legs[leg, 0], legs[leg, 1], legs[leg, 2]
         slot = 2 * leg
@@ -265,19 +267,35 @@ def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settli
             mat3.store3(goals, s, moved)
             if settling:
                 mat3.store3(target, s, moved)
-            elif active[s]:  # let go: the foot rejoins the network's relative to the body
+            elif active[s]:  # let go: the foot rejoins the network's relative to the body (a catch-up step)
                 active[s], weight[s] = False, 1.0
+                stepping[s] = catch_up
                 mat3.store3(target, s, moved)
                 mat3.store3(offset, s, mat3.sub(moved, mat3.load3(pos, contact_joints[s])))
 
 
 @njit
+def _step_whole_feet(foot_pos, goals, pull, target, weight, active, offset, stepping):
+    """A foot steps as a whole: when one of its joints (ankle, toe) starts a catch-up step, the other,
+    if pinned, starts one with it."""
+    for slot in range(0, stepping.shape[0] - 1, 2):
+        for s, other in ((slot, slot + 1), (slot + 1, slot)):
+            if stepping[s] and weight[s] >= 1.0 and active[other]:
+                pin = mat3.load3(target, other)
+                active[other], weight[other], stepping[other] = False, 1.0, True
+                mat3.store3(offset, other, mat3.sub(pin, mat3.load3(foot_pos, other)))
+                mat3.store3(goals, other, pin)
+                pull[other] = 1.0
+
+
+@njit
 def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weight, lock_active, lock_offset,
-                 locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
+                 lock_stepping, locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
+                 catch_up_height,
                  floor_on, has_floor, floor_heights, ik_on, reach, settling, settle_was_active, shown_before, settle_foot,
                  settle_progress, settle_start, settle_steps, rest_shift, stance, step_time, step_height, dt,
                  parents, offsets, up_path, down_order, contact_joints, legs, body, anchor, out_target, out_weight,
-                 out_active, out_offset, out_foot, out_progress, out_steps, out_rot, out_extent):
+                 out_active, out_offset, out_stepping, out_foot, out_progress, out_steps, out_rot, out_extent):
     slots = contact_joints.shape[0]
     goals = np.empty((slots, 3))
     pins, targets, foot_pos = np.empty((slots, 3)), np.empty((slots, 3)), np.empty((slots, 3))
@@ -294,6 +312,7 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
                           goals, out_target, out_weight, out_active, out_offset, out_foot, out_progress, out_steps)
             for s in range(slots):
                 pull[s] = 1.0
+                out_stepping[b, s] = False
         else:
             out_foot[b], out_progress[b], out_steps[b] = -1, 0.0, 0
             for s in range(slots):
@@ -303,21 +322,24 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
                                          mat3.load3(lock_offset[b], s), foot, contacts[b, s] > threshold,
                                          release_time, dt, release_distance,
                                          floor_heights[s] if has_floor else no_floor,
-                                         start_height, snap_height, snap_keep)
+                                         start_height, snap_height, snap_keep, lock_stepping[b, s], catch_up_height)
                     mat3.store3(out_target[b], s, pin[0])
-                    out_weight[b, s], out_active[b, s] = pin[1], pin[2]
+                    out_weight[b, s], out_active[b, s], out_stepping[b, s] = pin[1], pin[2], pin[5]
                     mat3.store3(out_offset[b], s, pin[3])
                     mat3.store3(goals, s, pin[4])
-                    pull[s] = 1.0 if pin[2] else mat3.smoothstep(pin[1])
+                    pull[s] = 1.0 if pin[2] or pin[5] else mat3.smoothstep(pin[1])
                 else:
                     mat3.store3(out_target[b], s, foot)
-                    out_weight[b, s], out_active[b, s] = 0.0, False
+                    out_weight[b, s], out_active[b, s], out_stepping[b, s] = 0.0, False, False
                     mat3.store3(out_offset[b], s, (0.0, 0.0, 0.0))
                     mat3.store3(goals, s, foot)
                     pull[s] = 0.0
+            if locking and catch_up_height >= 0.0:
+                _step_whole_feet(foot_pos, goals, pull, out_target[b], out_weight[b], out_active[b], out_offset[b],
+                                 out_stepping[b])
         if ik_on:
             _within_reach(pos[b], legs, offsets, reach, goals, pull, out_target[b], out_active[b], settling[b],
-                          contact_joints, out_weight[b], out_offset[b])
+                          contact_joints, out_weight[b], out_offset[b], out_stepping[b], catch_up_height >= 0.0)
         any_constrained = False
         for s in range(slots):
             if floor_on and goals[s, 1] < floor_heights[s]:
@@ -414,6 +436,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
     slots = len(plan.contact_joints)
     out_target, out_weight, out_offset = np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots, 3))
     out_active, out_rot, extent = np.empty((batch, slots), dtype=bool), np.empty((batch, plan.num_joints, 4)), np.empty(batch)
+    out_stepping = np.empty((batch, slots), dtype=bool)
+    stepping = np.zeros((batch, slots), dtype=bool) if locks.stepping is None else locks.stepping
     out_foot, out_progress, out_steps = np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64)
     has_floor = floor_heights is not None
     floor = _NO_FLOOR if floor_heights is None else floor_heights
@@ -422,20 +446,21 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
         settling, stance = np.zeros(batch, dtype=bool), _NO_STANCE
     start = settle_state.start.copy()
     _feet_kernel(pose.positions, pose.rotations, root_pos, root_yaw, np.ascontiguousarray(contacts),
-                 locks.target, locks.weight, locks.active, locks.offset,
+                 locks.target, locks.weight, locks.active, locks.offset, stepping,
                  bool(settings.foot_locking), float(settings.contact_threshold),
                  float(settings.lock_release_time), float(settings.lock_release_distance),
                  float(settings.lock_start_height), float(settings.floor_snap_height),
-                 ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt)), bool(settings.floor_clamp) and has_floor, has_floor, floor,
+                 ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt)),
+                 float(settings.settle_step_height) if settings.catch_up_steps else -1.0, bool(settings.floor_clamp) and has_floor, has_floor, floor,
                  bool(settings.ik_enabled), LEG_REACH, settling, settle_state.active,
                  pose.positions if shown_before is None else shown_before,
                  settle_state.foot, settle_state.progress, start, settle_state.steps,
                  np.zeros((batch, 2)) if rest_shift is None else rest_shift, stance,
                  float(settings.settle_step_time), float(settings.settle_step_height), float(dt),
                  plan.parents, plan.offsets, plan.up_path, plan.down_order, plan.contact_joints, plan.legs, plan.body,
-                 plan.anchor, out_target, out_weight, out_active, out_offset, out_foot, out_progress, out_steps, out_rot,
-                 extent)
-    return PlacedFeet(pose.positions, out_rot, ik.FootLocks(out_target, out_weight, out_active, out_offset),
+                 plan.anchor, out_target, out_weight, out_active, out_offset, out_stepping, out_foot, out_progress,
+                 out_steps, out_rot, extent)
+    return PlacedFeet(pose.positions, out_rot, ik.FootLocks(out_target, out_weight, out_active, out_offset, out_stepping),
                       settle.SettleState(settling, out_foot, out_progress, start, out_steps), extent)
 
 

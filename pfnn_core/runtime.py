@@ -8,11 +8,13 @@ guards, `reset`, `swap_model`, `set_style`).
 A tick follows DESIGN.md section 5; the root for this frame was placed at the end of the previous
 tick, as in PFNN's demo:
   1. `springs.plan_trajectory`: command springs -> commanded future, blended with the network's last;
-  2. `network_input`: that trajectory in the root frame and the fed-back pose, packed by the layout;
+  2. `network_input`: that trajectory in the root frame (at a start, a primed past: `control.primed_past`)
+     and the fed-back pose, packed by the layout;
   3. `Network.predict`: normalise, PFNN on its device, unnormalise;
   4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK;
-  5. `settling_stage` and `pose.place_feet`: foot pins (released relative to the body), after a stop
-     the settling steps (`settle.py`), floor, two-bone leg IK (what is displayed);
+  5. `settling_stage` and `pose.place_feet`: foot pins (released relative to the body; a pin the body
+     has left behind takes a catch-up step), after a stop the settling steps (`settle.py`), floor,
+     two-bone leg IK with a soft reach (what is displayed);
   6. `control.root_motion` and `control.advance_phase`: the root and phase of the next tick;
   7. `guards.check_tick`, then the next state (trajectory history, timings).
 """
@@ -27,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from pfnn_core import features, settle
-from pfnn_core.control import DriftErrors, advance_phase, root_motion
+from pfnn_core.control import DriftErrors, advance_phase, primed_past, root_motion
 from pfnn_core.controller import Command, CommandBatch, stand_command
 from pfnn_core.guards import Fault, TickFault, check_tick
 from pfnn_core.ik import FootLocks
@@ -64,6 +66,7 @@ class CharacterState:
     lock_weight: np.ndarray  # [B, 4] 1 = pinned; while released what is left of the release fade (1 -> 0)
     lock_active: np.ndarray  # [B, 4] bool: pin held vs released
     lock_offset: np.ndarray  # [B, 4, 3] world offset of a released joint from the network's joint (fades out)
+    lock_stepping: np.ndarray  # [B, 4] bool: released into a catch-up step (`ik.update_lock`)
     settle_active: np.ndarray  # [B] bool: settling after a stop (`settle.py`)
     settle_foot: np.ndarray  # [B] int: the foot in a settling step (-1 none, 0 left, 1 right)
     settle_progress: np.ndarray  # [B] progress of that step, 0..1
@@ -168,7 +171,8 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
         joint_pos=joint_pos, joint_vel=joint_vel, world_joint_pos=world_pos, world_joint_rot=world_rot,
         contacts=np.zeros((batch, feet)), lock_target=world_pos[:, network.contact_joints].copy(),
         lock_weight=np.zeros((batch, feet)), lock_active=np.zeros((batch, feet), dtype=bool),
-        lock_offset=np.zeros((batch, feet, 3)), **_settle_fields(settle.idle_state(batch)),
+        lock_offset=np.zeros((batch, feet, 3)), lock_stepping=np.zeros((batch, feet), dtype=bool),
+        **_settle_fields(settle.idle_state(batch)),
         trajectory=History.filled(np.concatenate([root_pos, facing, stand_gait], axis=-1), HISTORY_LENGTH),
         traj_future_pos=repeat(root_pos, future), traj_future_dir=repeat(facing, future),
         traj_command_pos=repeat(root_pos, future), traj_command_dir=repeat(facing, future),
@@ -185,13 +189,18 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
 # The tick
 
 
-def network_input(state: CharacterState, plan, root_yaw, network: Network) -> np.ndarray:
+def network_input(state: CharacterState, plan, root_yaw, network: Network, settings: RuntimeSettings,
+                  moving) -> np.ndarray:
     """x [B, nx]: the trajectory (past samples from the history, now, the blended future) in the
-    current root frame, seen through the speed warp, and the fed-back pose."""
+    current root frame, seen through the speed warp, and the fed-back pose. Characters `moving` [B]
+    bool (the stick pushed) that stood in the last second see a primed past (`control.primed_past`)."""
     batch, layout = state.batch_size, network.x_layout
     x = np.empty((batch, layout.size))
-    trajectory_features(state.trajectory.rows(network.past_back), state.root_pos, root_yaw, plan, network.future_rows,
-                        layout, x)
+    past = state.trajectory.rows(network.past_back)
+    if settings.start_priming > 0.0:
+        past = primed_past(past, state.root_pos, plan.springs.velocity, plan.gait[:, 0], moving,
+                           state.traj_past_gait[:, :, 0], network.past_back / network.sim_fps, settings.start_priming)
+    trajectory_features(past, state.root_pos, root_yaw, plan, network.future_rows, layout, x)
     x[:, layout.slice("joint_pos")] = state.joint_pos.reshape(batch, -1)
     x[:, layout.slice("joint_vel")] = state.joint_vel.reshape(batch, -1)
     return x
@@ -221,16 +230,17 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
         SpringState(state.spring_vel, state.spring_acc, state.spring_yaw, state.spring_yaw_vel),
         commands.desired_velocity, commands.facing, commands.strafe, state.root_pos, state.net_future_pos,
         state.net_future_dir, settings, dt, network.future_times, network.blend_weights)
-    x = network_input(state, trajectory, root_yaw, network)
+    pushed = commands.desired_velocity.any(axis=1)
+    x = network_input(state, trajectory, root_yaw, network, settings, pushed)
     y, infer_ms = timed(network.predict, x, state.phase, state.style, settings.network_mode)
     out = network.y_layout.unpack(y)
     pose = pose_from_prediction(state.root_pos, root_yaw, out["joint_rot"], out["joint_pos"],
                                 (state.joint_pos, state.joint_vel, state.pose_root_pos, yaw_of(state.pose_root_rot),
                                  state.warp), settings.pose_smoothing, dt, settings.fit_rotations, network.plan)
     contacts = np.clip(out["contacts"], 0.0, 1.0)
-    settling = settling_stage(state, ~commands.desired_velocity.any(axis=1), trajectory, settings, network)
+    settling = settling_stage(state, ~pushed, trajectory, settings, network)
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
-                      FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset), settings,
+                      FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset, state.lock_stepping), settings,
                       network.floor_heights, dt, network.plan, *settling)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
@@ -251,7 +261,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
         joint_pos=pose.fed_back, joint_vel=joint_vel,
         world_joint_pos=feet.positions, world_joint_rot=feet.rotations, contacts=contacts,
         lock_target=feet.locks.target, lock_weight=feet.locks.weight, lock_active=feet.locks.active,
-        lock_offset=feet.locks.offset, **_settle_fields(feet.settle),
+        lock_offset=feet.locks.offset, lock_stepping=feet.locks.stepping, **_settle_fields(feet.settle),
         trajectory=state.trajectory.append(np.concatenate([motion.position, facing_from_yaw(motion.yaw),
                                                            trajectory.gait[:, 0]], axis=-1)),
         traj_future_pos=trajectory.future_pos, traj_future_dir=trajectory.future_dir,
@@ -306,7 +316,7 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
         world_joint_pos=point(state.world_joint_pos), world_joint_rot=rotation(state.world_joint_rot),
         contacts=state.contacts[index].copy(), lock_target=point(state.lock_target),
         lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(),
-        lock_offset=vector(state.lock_offset), settle_active=state.settle_active[index].copy(),
+        lock_offset=vector(state.lock_offset), lock_stepping=state.lock_stepping[index].copy(), settle_active=state.settle_active[index].copy(),
         settle_foot=state.settle_foot[index].copy(), settle_progress=state.settle_progress[index].copy(),
         settle_start=point(state.settle_start), settle_steps=state.settle_steps[index].copy(), trajectory=history,
         traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),

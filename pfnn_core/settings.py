@@ -54,6 +54,11 @@ class RuntimeSettings:
     # character stood (the data has no starts: the network alone takes about a second to reach a walk).
     start_from_command: bool = _tunable(True, "Starts follow the stick",
                                         "After standing, move the root with the command until the network is walking.")
+    # At a start the network sees a past that had already been moving at the commanded velocity, by
+    # this much (fading over the first second; `control.primed_past`): shown a standing past it keeps
+    # its feet down while the root leaves.
+    start_priming: float = _tunable(1.0, "Start priming", "How much a start shows the network a past already moving.",
+                                    min=0.0, max=1.0, step=0.05)
     # While strafing, the share of the mean SPEED error (along the commanded direction) that drift
     # correction removes (the direction and yaw-rate errors are always removed). Side-steps and backward
     # walks come from seconds of mocap per style and the network steps them at its own speed: a root
@@ -139,6 +144,10 @@ class RuntimeSettings:
     # After a stop the feet step, one at a time, to the mocap's standing stance under where the hips come
     # to rest (from the stick's release the root follows the command spring alone: the data has no stops).
     settle_steps: bool = _tunable(True, "Settling steps", "After a stop, step the feet under the hips.")
+    # A pinned foot left past the leash (or the leg's reach) by the body steps to catch up, lifted by the
+    # settling step height, instead of being dragged along the floor (`ik.update_lock`).
+    catch_up_steps: bool = _tunable(True, "Catch-up steps",
+                                    "A pinned foot the body has left behind steps after it instead of sliding.")
     # Duration (s) of one settling step.
     settle_step_time: float = _tunable(0.3, "Settle step time (s)", "Duration of one settling step.",
                                        min=0.05, max=1.0, step=0.01)
@@ -225,12 +234,13 @@ class RuntimeSettings:
     @classmethod
     def bare_network(cls, meta: Mapping[str, Any], config=None) -> "RuntimeSettings":
         """The network alone: root motion, turning and phase from its own outputs; no command blending,
-        drift correction, stand-amount scaling, slow-walk warp, pose smoothing, foot locks, IK or
-        floor clamp (what an honest evaluation of the network measures)."""
+        drift correction, stand-amount scaling, slow-walk warp, start priming, pose smoothing, foot locks,
+        catch-up steps, IK or floor clamp (what an honest evaluation of the network measures)."""
         return dataclasses.replace(cls.from_checkpoint_meta(meta, config), root_motion_from_command=0.0,
                                    drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
                                    floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
-                                   settle_steps=False, start_from_command=False)
+                                   settle_steps=False, start_from_command=False,
+                                   start_priming=0.0, catch_up_steps=False)
 
     # ---- ranges --------------------------------------------------------------------------------
     def fit_to_model(self, meta: Mapping[str, Any], config=None) -> list[tuple[str, float, float]]:

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from pfnn_core.control import (START_SHAPE, DriftErrors, advance_phase_by_network, advance_phase_by_speed,
-                               correct_drift, move_amount, root_motion, speed_warp, stand_amount)
+from pfnn_core.control import (PRIMING_RAMP, START_SHAPE, DriftErrors, advance_phase_by_network,
+                               advance_phase_by_speed, correct_drift, move_amount, primed_past, root_motion, speed_warp,
+                               stand_amount)
 from pfnn_core.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
@@ -164,3 +165,31 @@ def test_a_released_stick_moves_the_root_by_the_command_alone_and_a_start_leans_
     assert _motion(*args, root_yaw=0.0, stood=stood, strafe=True).velocity[0, 1] == pytest.approx(0.5)
     settings.start_from_command = False
     assert _motion(*args, root_yaw=0.0, stood=stood).velocity[0, 1] == pytest.approx(0.5)
+
+
+def test_a_start_shows_the_network_a_past_that_was_already_moving():
+    """Two characters stood still at (1, 0, 2) until the stick was pushed 0.2 s ago (12 of the last 60
+    history samples walk); the commanded velocity is 1 m/s along +X. Priming by 1: the blend weight is
+    (share stood = 0.8) x smoothstep(0.2 / PRIMING_RAMP), the primed past lies on root - velocity x age.
+    A character whose stick is released, or priming 0, sees the real past."""
+    root = np.array([[1.0, 0.0, 2.0], [1.0, 0.0, 2.0]])
+    ages = np.array([1.0, 0.5, 0.25])
+    past = np.zeros((2, 3, 9))
+    past[..., 0:3] = root[:, None]  # stood at the root
+    past[..., 6] = 1.0  # stand label
+    stood = np.concatenate([np.ones((2, 48)), np.zeros((2, 12))], axis=1)
+    velocity = np.array([[1.0, 0.0], [1.0, 0.0]])
+    walk = np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    primed = primed_past(past, root, velocity, walk, np.array([True, False]), stood, ages, 1.0)
+    t = 0.2 / PRIMING_RAMP
+    weight = 0.8 * t * t * (3 - 2 * t)
+    np.testing.assert_allclose(primed[0, :, 0], 1.0 - weight * ages)  # x: root - w x age x 1 m/s
+    np.testing.assert_allclose(primed[0, :, 2], 2.0)
+    np.testing.assert_allclose(primed[0, :, 6:9], [[1 - weight, weight, 0.0]] * 3)
+    np.testing.assert_array_equal(primed[1], past[1])  # released: the real past
+    np.testing.assert_array_equal(primed_past(past, root, velocity, walk, np.array([True, True]), stood, ages, 0.0),
+                                  past)
+    # just pushed (nothing moved yet) and a second after (nothing stood): no priming either
+    for share in (1.0, 0.0):
+        np.testing.assert_array_equal(primed_past(past, root, velocity, walk, np.array([True, True]),
+                                                  np.full((2, 60), share), ages, 1.0), past)

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from pfnn_core.ik import (RELEASE_ACCELERATION, aim_at_reach, empty_foot_locks, fade_weight, foot_rotation_toward,
-                          foot_targets, release_duration, two_bone_ik, update_foot_locks)
+from pfnn_core.ik import (CATCH_UP_LEAD, RELEASE_ACCELERATION, SOFT_REACH, aim_at_reach, empty_foot_locks, fade_weight,
+                          foot_rotation_toward, foot_targets, release_duration, soft_reach, two_bone_ik,
+                          update_foot_locks)
 from pfnn_core.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
 
 THIGH = np.array([0.0, -0.45, 0.03])
@@ -187,3 +188,67 @@ def test_aim_at_reach_keeps_the_height_at_the_given_distance():
     assert aim[1] == pytest.approx(0.03)
     assert np.linalg.norm(aim - center) == pytest.approx(0.15)
     np.testing.assert_allclose(aim[0], aim[2])  # horizontal direction kept
+
+
+def test_soft_reach_eases_the_last_share_of_the_leg_to_full_length():
+    """[soft IK] Up to (1 - SOFT_REACH) of the leg the ankle goes where it is asked; beyond, the reach
+    follows start + s (1 - exp(-(d - start) / s)), s = SOFT_REACH x length: continuous, with slope 1
+    at the start, always short of the full length."""
+    length = 0.9
+    soft = SOFT_REACH * length
+    start = length - soft
+    assert soft_reach(0.5, length) == 0.5
+    assert soft_reach(start, length) == pytest.approx(start)
+    assert soft_reach(length, length) == pytest.approx(start + soft * (1 - np.exp(-1.0)))  # ~ 1.3 cm short
+    assert soft_reach(start + 1e-6, length) == pytest.approx(start + 1e-6, abs=1e-9)
+    far = [soft_reach(d, length) for d in np.linspace(start, 2 * length, 50)]
+    assert np.all(np.diff(far) >= 0) and np.diff(far)[0] > 0 and max(far) <= length
+    assert far[-1] == pytest.approx(length, abs=1e-6)
+
+
+def test_a_leg_asked_to_its_full_length_stops_short_by_the_soft_reach():
+    hip = np.array([0.0, 1.0, 0.0])
+    knee_rot = quat_from_angle_axis(-0.3, [1.0, 0.0, 0.0])
+    identity = np.array([1.0, 0.0, 0.0, 0.0])
+    knee, ankle = leg_fk(hip, identity, knee_rot)
+    length = np.linalg.norm(THIGH) + np.linalg.norm(SHIN)
+    direction = np.array([0.3, -1.0, 0.2]) / np.linalg.norm([0.3, -1.0, 0.2])
+    solved = two_bone_ik(hip, knee, ankle, identity, knee_rot, hip + direction * length, [0.0, 0.0, 1.0])
+    _, ankle_fk = leg_fk(hip, solved.hip_rot, solved.knee_rot)
+    np.testing.assert_allclose(ankle_fk, hip + direction * soft_reach(length, length), atol=1e-6)
+    assert np.linalg.norm(ankle_fk - hip) < length * (1 - SOFT_REACH / 3)  # the knee keeps a bend
+
+
+def test_a_pin_left_past_its_leash_steps_after_the_body_instead_of_sliding():
+    """With a step height the body walking away from a pinned foot (the network's foot still in contact
+    under it) makes the foot STEP: released relative to the body, lifted by the step height at mid-step,
+    landing CATCH_UP_LEAD x its offset ahead of the network's foot, pinned again there; it never moves
+    along the floor. Without a step height it is dragged on the leash (above)."""
+    dt, leash, height, speed = 1 / 60, 0.2, 0.04, 1.0
+    contacts = np.array([[0.9]])
+    foot = np.array([[[0.0, 0.0, 0.0]]])
+    locks, _ = _locks(empty_foot_locks((1,), 1), foot, contacts, step_height=height)
+    path, network_path, states = [], [], []
+    for tick in range(1, 60):
+        network_foot = foot + [speed * tick * dt, 0.0, 0.0]  # glued under the moving body
+        locks, shown = _locks(locks, network_foot, contacts, step_height=height)
+        path.append(shown[0, 0].copy())
+        network_path.append(network_foot[0, 0])
+        states.append((bool(locks.active[0, 0]), bool(locks.stepping[0, 0])))
+    path, network_path = np.array(path), np.array(network_path)
+    first = next(i for i, (_, stepping) in enumerate(states) if stepping)
+    # pinned until the network's foot is a leash away
+    np.testing.assert_allclose(path[:first, 0], 0.0, atol=1e-12)
+    assert network_path[first, 0] == pytest.approx(leash, abs=speed * dt)
+    landing = next(i for i in range(first, len(states)) if not states[i][1])
+    steps = path[first:landing + 1]
+    duration = release_duration(np.array([(1 + CATCH_UP_LEAD) * network_path[first, 0], 0, 0]), 0.15)
+    assert (landing - first) * dt == pytest.approx(duration, abs=2 * dt)
+    assert steps[:, 1].max() == pytest.approx(height, abs=0.003)  # lifted at mid-step
+    moving = np.linalg.norm(np.diff(path[:, [0, 2]], axis=0), axis=-1) / dt > 0.05
+    lifted = (path[1:, 1] > 1e-4) | (path[:-1, 1] > 1e-4)
+    assert moving.any() and np.all(lifted[moving])  # every move leaves or ends off the floor: none along it
+    # lands ahead of the network's foot by the lead, on the floor, and is pinned there
+    offset_at_release = -network_path[first - 1, 0]
+    assert path[landing, 0] - network_path[landing, 0] == pytest.approx(-CATCH_UP_LEAD * offset_at_release, abs=0.01)
+    assert path[landing, 1] == pytest.approx(0.0, abs=1e-9) and states[landing][0]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pfnn_core import features, mat3, settle
-from pfnn_core.ik import FootLocks
+from pfnn_core.ik import SOFT_REACH, FootLocks, leg_chains
 from pfnn_core.kinematics import forward_kinematics
 from pfnn_core.pose import (fit_rotations_to_positions, forward_kinematics_global, place_feet, pose_from_prediction,
                             skeleton_plan)
@@ -153,6 +153,12 @@ def _standing_stance(floor, plan):
     return stance
 
 
+def _shortest_leg(motion) -> float:
+    """Hip-to-ankle length (thigh + shin) of the shorter leg, from the skeleton's rest offsets."""
+    return min(float(np.linalg.norm(motion.offsets[knee]) + np.linalg.norm(motion.offsets[ankle]))
+               for _, knee, ankle, _ in leg_chains(motion.names, motion.parents))
+
+
 def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_hips(walk_motion):
     """A synthetic stop: the network holds a mid-stride pose, the feet are pinned where the stride left
     them. The feet step one at a time, the one farther from its place first, each in a lifted arc, the
@@ -186,7 +192,11 @@ def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_h
         track.append(shown[0, plan.contact_joints].copy())
         stepping.append(int(state.foot[0]))
     track, stepping = np.array(track), np.array(stepping)
-    np.testing.assert_allclose(track[-1], targets, atol=2e-3)
+    # Each contact joint lands on its place, up to what the soft reach leaves a stance leg short of a
+    # target within its length: SOFT_REACH x leg length x exp(-1) at full extension (`ik.soft_reach`).
+    shortfall = SOFT_REACH * _shortest_leg(walk_motion) * np.exp(-1.0)
+    assert np.linalg.norm(track[-1] - targets, axis=-1).max() <= 2e-3 + shortfall
+    assert np.all(np.abs(track[-1][:, 1] - targets[:, 1]) <= 2e-3 + shortfall)  # on its floor level, a heel at most that high
     assert stepping[stepping >= 0][0] == far_foot and 1 <= state.steps[0] <= 2
     finished = np.flatnonzero(np.abs(track - track[-1]).max(axis=(1, 2)) > 1e-6)[-1] + 1
     assert finished * dt <= 2 * settings.settle_step_time + 2 * dt
