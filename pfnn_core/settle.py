@@ -73,6 +73,24 @@ def arc_point(start, end, progress, height):
 
 
 @njit
+def toe_arc_point(ankle_point, ankle_start, toe_start, ankle_end, toe_end, progress):
+    """The toe of a foot stepping as a rigid body: `ankle_point` (the ankle's `arc_point`) plus the
+    ankle-to-toe vector turned from its start direction to its end direction about their common axis
+    (eased like the ankle's path), its length eased between theirs. Moving the toe along its own arc
+    instead makes a foot that starts pitched (a running stride's toe points down and back) swing the
+    toe around the ankle in a few ticks where the two arcs cross."""
+    t = mat3.smoothstep(min(max(progress, 0.0), 1.0))
+    start, end = mat3.sub(toe_start, ankle_start), mat3.sub(toe_end, ankle_end)
+    size = (1.0 - t) * mat3.length(start) + t * mat3.length(end)
+    w, x, y, z = mat3.quat_from_matrix(mat3.between(start, end))
+    if w < 0.0:  # the same rotation, written the short way round
+        w, x, y, z = -w, -x, -y, -z
+    angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
+    turned = mat3.mat_vec(mat3.axis_angle(mat3.normalize((x, y, z)), t * angle), mat3.normalize(start))
+    return mat3.add(ankle_point, mat3.scale(turned, size))
+
+
+@njit
 def _foot_gap(points, targets, foot):
     """Largest 3D distance of a foot's joints from their standing places."""
     gap = 0.0
@@ -125,8 +143,11 @@ def settle_character(foot, progress, steps, start, pins, targets, floor, dt, dur
         if not in_step and pins[joint, 1] > floor[joint]:  # a waiting foot left in the air comes down
             pins[joint, 1] = floor[joint] + max(pins[joint, 1] - floor[joint] - LANDING_SPEED * dt, 0.0)
         if in_step:
-            point = arc_point((start[joint % 2, 0], start[joint % 2, 1], start[joint % 2, 2]),
-                              (targets[joint, 0], targets[joint, 1], targets[joint, 2]), progress, height)
+            ankle = 2 * foot
+            point = arc_point(mat3.load3(start, 0), mat3.load3(targets, ankle), progress, height)
+            if joint == ankle + 1:  # the toe turns with the foot about the ankle
+                point = toe_arc_point(point, mat3.load3(start, 0), mat3.load3(start, 1), mat3.load3(targets, ankle),
+                                      mat3.load3(targets, ankle + 1), progress)
         else:
             point = (pins[joint, 0], pins[joint, 1], pins[joint, 2])
         goals[joint, 0], goals[joint, 1], goals[joint, 2] = point[0], point[1], point[2]

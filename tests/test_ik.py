@@ -252,3 +252,20 @@ def test_a_pin_left_past_its_leash_steps_after_the_body_instead_of_sliding():
     offset_at_release = -network_path[first - 1, 0]
     assert path[landing, 0] - network_path[landing, 0] == pytest.approx(-CATCH_UP_LEAD * offset_at_release, abs=0.01)
     assert path[landing, 1] == pytest.approx(0.0, abs=1e-9) and states[landing][0]
+
+
+def test_a_partial_foot_turn_goes_the_short_way_round():
+    """Turning the foot by a share of the way toward its aim turns it by that share of the (shortest)
+    angle, for every pair of directions, including those whose rotation comes out of the matrix with a
+    negative scalar part (half of the pairs below)."""
+    rng = np.random.default_rng(4)
+    ankle = np.zeros(3)
+    for _ in range(200):
+        toe, aim = rng.normal(size=3), rng.normal(size=3)
+        total = np.arccos(np.clip(toe @ aim / np.linalg.norm(toe) / np.linalg.norm(aim), -1, 1))
+        rot = foot_rotation_toward(np.array([1.0, 0, 0, 0]), ankle, toe, aim, 0.25)
+        turned = quat_mul_vec(rot, toe)
+        moved = np.arccos(np.clip(turned @ toe / np.linalg.norm(toe) ** 2, -1, 1))
+        assert moved == pytest.approx(0.25 * total, abs=1e-7)
+        left = np.arccos(np.clip(turned @ aim / np.linalg.norm(toe) / np.linalg.norm(aim), -1, 1))
+        assert left == pytest.approx(0.75 * total, abs=1e-7)  # on the way to the aim, not away from it

@@ -106,3 +106,34 @@ def test_a_step_lands_where_its_targets_are_when_it_ends():
         if state.steps[0] == 1 and not stepping[0, 2]:
             break
     np.testing.assert_allclose(goals[0, 2:], targets[0, 2:], atol=1e-12)
+
+
+def test_a_stepping_foot_turns_as_a_rigid_body_about_its_ankle():
+    """A foot that stops mid-stride pitched (toe 45 degrees down and back, as in a running stride) steps
+    onto a flat stance: the toe keeps its distance from the ankle and turns evenly toward its place
+    (135 degrees over the step, half of it at the middle), instead of sweeping through the ankle."""
+    length = 0.15
+    targets = settle.stance_targets(np.zeros((1, 2)), np.zeros(1), STANCE)
+    targets[0, 2:, 1] = [0.10, 0.10]                 # a flat foot: toe straight ahead of the ankle
+    targets[0, 3] = targets[0, 2] + [0.0, 0.0, length]
+    pins = targets.copy()
+    pins[0, 2] = targets[0, 2] + [0.0, 0.25, -0.35]  # the right foot left behind in the air...
+    pins[0, 3] = pins[0, 2] + length * np.array([0.0, -1.0, -1.0]) / np.sqrt(2)  # ...pitched toe-down
+    state, ticks = settle.idle_state(1), int(round(settle.STEP_DURATION_S / DT))
+    toes, ankles = [], []
+    for tick in range(ticks):
+        state, goals, stepping = settle.advance(state, np.array([True]), pins, targets, DT)
+        assert state.foot[0] == 1 and stepping[0].tolist() == [False, False, True, True]
+        ankles.append(goals[0, 2].copy())
+        toes.append(goals[0, 3].copy())
+    foot = np.array(toes) - np.array(ankles)
+    np.testing.assert_allclose(np.linalg.norm(foot, axis=-1), length, atol=1e-9)
+    start_dir = np.array([0.0, -1.0, -1.0]) / np.sqrt(2)
+    turned = np.degrees(np.arccos(np.clip(foot @ start_dir / length, -1, 1)))
+    assert np.all(np.diff(turned) >= -1e-9) and turned[-1] < 135.0 + 1e-6
+    middle = settle.toe_arc_point((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), tuple(length * start_dir), (0.0, 0.0, 0.0),
+                                  (0.0, 0.0, length), 0.5)
+    halfway = np.radians(-45.0 - 67.5)  # from pointing down-back, 67.5 degrees toward straight ahead
+    np.testing.assert_allclose(middle, [0.0, length * np.sin(halfway), -length * np.cos(halfway)], atol=1e-12)
+    # even: no tick turns the toe by more than the eased path's steepest share (1.5 x the average)
+    assert np.diff(turned).max() <= 1.5 * 135.0 / ticks + 1e-6
