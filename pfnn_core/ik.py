@@ -295,11 +295,27 @@ def empty_foot_locks(batch_shape: tuple[int, ...], feet: int) -> FootLocks:
 def foot_target(ankle, toe, ankle_pin, toe_pin, ankle_weight, toe_weight):
     """Where a rigid foot should go so that its pinned joints are honoured; returns (ankle target,
     toe aim). The ankle pin wins; a toe pinned alone (heel off the ground) drags the whole foot with
-    it. The toe aim is reached by turning the foot about the ankle (`foot_rotation`)."""
+    it. The toe aim is reached by turning the foot about the ankle (`foot_rotation`); the runtime then
+    keeps the ankle at the foot's length from a held toe (`pivot_on_toe`)."""
     shift = mat3.add(mat3.scale(mat3.sub(ankle_pin, ankle), ankle_weight),
                      mat3.scale(mat3.sub(toe_pin, toe), (1.0 - ankle_weight) * toe_weight))
     moved_toe = mat3.add(toe, shift)
     return mat3.add(ankle, shift), mat3.lerp(moved_toe, toe_pin, toe_weight)
+
+
+@njit
+def pivot_on_toe(ankle_target, toe_aim, foot_length, weight):
+    """The ankle target moved by `weight` (the toe's pull) onto the sphere of `foot_length` around the
+    toe's aim, so a held toe is reached exactly and the foot turns about it: a heel that lifts while
+    its toe stays planted rotates the foot about the toe. Left off that sphere, an ankle rising above a
+    pinned toe pulled the toe in under it (the toe keeps its distance from the ankle), faster the
+    steeper the foot: at a running toe-off the pinned toe slid back, then swept under the ankle at
+    2 m/s in one tick. With both joints held the ankle pin still sets the direction from the toe."""
+    reach = mat3.sub(ankle_target, toe_aim)
+    if mat3.length(reach) < 1e-9 or weight <= 0.0:
+        return ankle_target
+    around = mat3.add(toe_aim, mat3.scale(mat3.normalize(reach), foot_length))
+    return mat3.lerp(ankle_target, around, min(weight, 1.0))
 
 
 @njit

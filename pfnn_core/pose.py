@@ -355,6 +355,9 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
                 ankle_target, toe_aim = ik.foot_target(
                     ankle_pos, toe_pos, mat3.load3(goals, foot_slot), mat3.load3(goals, toe_slot), pull[foot_slot],
                     pull[toe_slot])
+                if toe != ankle:  # a held toe keeps the ankle at the foot's length: the foot turns about it
+                    ankle_target = ik.pivot_on_toe(ankle_target, toe_aim, mat3.length(mat3.load3(offsets, toe)),
+                                                   pull[toe_slot])
                 if floor_on:  # a foot dragged by its toe pin never takes its ankle (or toe) through the floor
                     ankle_target = (ankle_target[0], max(ankle_target[1], floor_heights[foot_slot]), ankle_target[2])
                     toe_aim = (toe_aim[0], max(toe_aim[1], floor_heights[toe_slot]), toe_aim[2])

@@ -14,7 +14,7 @@ tick, as in PFNN's demo:
   4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK;
   5. `settling_stage` and `pose.place_feet`: foot pins (released relative to the body; a pin the body
      has left behind takes a catch-up step), after a stop the settling steps (`settle.py`), floor,
-     two-bone leg IK with a soft reach (what is displayed);
+     two-bone leg IK with a soft reach, the foot turning about a held toe (what is displayed);
   6. `control.root_motion` and `control.advance_phase`: the root and phase of the next tick;
   7. `guards.check_tick`, then the next state (trajectory history, timings).
 """

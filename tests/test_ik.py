@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from pfnn_core.ik import (CATCH_UP_LEAD, RELEASE_ACCELERATION, SOFT_REACH, aim_at_reach, empty_foot_locks, fade_weight,
-                          foot_rotation_toward, foot_targets, release_duration, soft_reach, two_bone_ik,
+                          foot_rotation_toward, foot_targets, pivot_on_toe, release_duration, soft_reach,
+                          two_bone_ik,
                           update_foot_locks)
 from pfnn_core.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
 
@@ -269,3 +270,12 @@ def test_a_partial_foot_turn_goes_the_short_way_round():
         assert moved == pytest.approx(0.25 * total, abs=1e-7)
         left = np.arccos(np.clip(turned @ aim / np.linalg.norm(toe) / np.linalg.norm(aim), -1, 1))
         assert left == pytest.approx(0.75 * total, abs=1e-7)  # on the way to the aim, not away from it
+
+
+def test_a_held_toe_keeps_the_ankle_at_the_foot_length_from_it():
+    toe, ankle, length = (0.1, 0.04, 0.0), (0.0, 0.2, 0.0), 0.12
+    direction = np.array([-0.1, 0.16, 0.0]) / np.hypot(0.1, 0.16)
+    np.testing.assert_allclose(pivot_on_toe(ankle, toe, length, 1.0), np.add(toe, length * direction), atol=1e-12)
+    np.testing.assert_allclose(pivot_on_toe(ankle, toe, length, 0.5),
+                               0.5 * np.add(ankle, np.add(toe, length * direction)), atol=1e-12)
+    assert pivot_on_toe(ankle, toe, length, 0.0) == ankle

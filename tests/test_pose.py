@@ -220,3 +220,27 @@ def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_h
                       RuntimeSettings(foot_locking=False), floor, dt, plan)  # the network's feet, on the floor
     np.testing.assert_allclose(released[-1], free.positions[0, plan.contact_joints], atol=1e-9)
     assert np.abs(np.diff(released, axis=0)).max() < 0.03  # no jump along the way
+
+
+def test_a_held_toe_is_reached_and_the_foot_turns_about_it(walk_motion):
+    """A heel lifting off a planted toe: the left toe is pinned a few cm from the network's toe, the
+    left ankle's pin was let go and is fading, from a place 5 cm lower relative to the toe than the
+    network's heel is now. The shown toe sits on its pin and the foot keeps its length, the ankle
+    turning about the toe (before, the ankle went where the fade put it and the toe, kept at the
+    foot's length from it, slid off its pin)."""
+    plan, dt = _plan(walk_motion), 1 / 60
+    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
+    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
+    network = pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
+    feet = network.positions[0, plan.contact_joints].copy()
+    pins, offsets = feet.copy(), np.zeros((4, 3))
+    pins[1] += [0.02, -0.03, -0.05]  # the left toe held lower and behind the network's
+    offsets[0] = [0.02, -0.08, -0.05]  # the left ankle's fading offset: lower still
+    locks = FootLocks(pins[None], np.array([[0.8, 1.0, 0.0, 0.0]]), np.array([[False, True, False, False]]),
+                      offsets[None])
+    contacts = np.array([[0.1, 0.9, 0.1, 0.1]])
+    placed = place_feet(network, np.zeros((1, 3)), np.zeros(1), contacts, locks, RuntimeSettings(), None, dt, plan)
+    shown = placed.positions[0, plan.contact_joints]
+    np.testing.assert_allclose(shown[1], pins[1], atol=1e-3)
+    bone = np.linalg.norm(plan.offsets[plan.contact_joints[1]])
+    assert np.linalg.norm(shown[1] - shown[0]) == pytest.approx(bone, abs=1e-6)
