@@ -189,3 +189,23 @@ def test_bad_model_path_or_drive_is_a_clear_error(tmp_path, capsys):
 def test_row_json_keeps_infinities_readable():
     row = Row("m", "network", "d", float("inf"), "s", "<= 1 s", False)
     assert row.as_dict()["value"] == "inf" and row.as_dict()["passed"] is False
+
+
+def test_a_users_script_has_every_start_from_standing_measured(tmp_path):
+    """`pfnn-eval --scripts`: each start from standing in the script gets its own response row, named
+    by its time; forward walks are held to the 0.6 s target, runs and strafes are reported without one.
+    The shipped runtime leans on the command at a start; the bare network takes about a second."""
+    script = tmp_path / "starts.json"
+    script.write_text(json.dumps({"name": "starts", "segments": [
+        {"duration": 1.0, "move": [0, 0]}, {"duration": 2.0, "move": [0, 1]},
+        {"duration": 1.5, "move": [0, 0]}, {"duration": 2.0, "move": [1, 0], "run": True},
+        {"duration": 1.5, "move": [0, 0]}, {"duration": 1.0, "move": [0.5, 0.5]}]}))
+    result = cli.evaluate(DEFAULT_MODEL, tmp_path / "out", quick=True, scripts=[script],
+                          bvh_dir=DEFAULT_MODEL.parents[1] / "bvh" / "bandai-namco-ds2")
+    starts = {(r.measure, r.subject): r for r in result["rows"] if "from standing at" in r.measure}
+    labels = {"walk from standing at 1.0 s", "run from standing at 4.5 s", "walk from standing at 8.0 s"}
+    assert {measure.split(":")[0] for measure, _ in starts} == labels
+    for (measure, subject), row in starts.items():
+        assert row.passed is None if measure.startswith("run") else row.passed == (row.value <= 0.6)
+    walk = "walk from standing at 1.0 s: time to 90% of the speed change"
+    assert starts[walk, "runtime"].value < 0.6 < starts[walk, "network"].value

@@ -176,6 +176,20 @@ def response_rows(label: str, record: DriveRecord, segment: int, limit: float | 
                 f"<= {limit:.1f} s" if limit is not None else "", passed, None, note)]
 
 
+def start_rows(record: DriveRecord) -> list[Row]:
+    """Time to 90% speed of every start from standing in a drive of the user's own: walks forward (no
+    kept facing) against MAX_START_RESPONSE_S, runs and strafes without a target. Each row is named by
+    the start's time in the drive."""
+    rows = []
+    for segment in record.drive.starts():
+        moved = record.drive.segments[segment]
+        kind = "run" if moved.get("run") else "strafe" if moved.get("face") is not None else "walk"
+        limit = MAX_START_RESPONSE_S if kind == "walk" else None
+        label = f"{kind} from standing at {record.drive.segment_starts()[segment]:.1f} s"
+        rows += response_rows(label, record, segment, limit)
+    return rows
+
+
 def idle_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
     end = min(IDLE_SETTLE_S + 10.0, record.drive.duration)
     window = record.window(IDLE_SETTLE_S, end + 1e-6)
@@ -308,6 +322,8 @@ def drive_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
         rows += path_rows(record)
     elif record.drive.style is not None:
         rows += style_rows(record, reference)
+    if record.drive.from_script:
+        rows += start_rows(record)
     if name != "idle":
         rows += stance_rows(record, reference)
     return rows

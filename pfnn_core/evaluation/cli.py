@@ -131,7 +131,7 @@ def drive_from_script(path) -> ScriptedDrive:
     from pfnn_core import drive as drive_module
 
     script = drive_module.load_script(path)  # validated: errors name the file and the field
-    return ScriptedDrive(script.name, tuple(read_json(path, "script")["segments"]), f"script {path}")
+    return ScriptedDrive(script.name, tuple(read_json(path, "script")["segments"]), f"script {path}", from_script=True)
 
 
 def filmstrip_times(drive) -> list[float]:

@@ -30,6 +30,7 @@ class ScriptedDrive:
     segments: tuple  # of dicts: {"duration", "move", "run", optional "face", optional "style"}
     description: str
     style: str | None = None  # the drive's style, for the style drives
+    from_script: bool = False  # a script of the user's (`pfnn-eval --scripts`): every start is measured
 
     def script(self) -> dict:
         return {"name": self.name, "segments": [dict(segment) for segment in self.segments]}
@@ -41,6 +42,11 @@ class ScriptedDrive:
     @property
     def duration(self) -> float:
         return float(self.segment_starts()[-1])
+
+    def starts(self) -> list[int]:
+        """Indices of the segments that move after standing (the stick pushed from rest)."""
+        return [i for i in range(1, len(self.segments))
+                if _speed(self.segments[i]) > 0.0 and _speed(self.segments[i - 1]) == 0.0]
 
     def stops(self) -> list[int]:
         """Indices of the segments that stand after moving (a stick release)."""
