@@ -24,7 +24,7 @@ vectorize = numba.vectorize(["float64(float64, float64)"], cache=True)
 
 DRIFT_CAPACITY = 600  # most drift-correction ticks remembered (the settings' maximum window)
 MIN_STRIDE_LENGTH = 0.05  # m; guards the speed / stride division
-START_SHAPE = 0.5  # a start leans on the command by (share of the last second stood) ** this
+START_SHAPE = 0.3  # a start leans on the command by (share of the last second stood) ** this
 PRIMING_RAMP = 0.25  # s: a start's primed past fades in over this long after the stick is pushed
 
 
