@@ -335,11 +335,7 @@ def foot_rotation(ankle_rot, ankle, toe, toe_aim, weight):
     `weight` (0 = unchanged); the toe-to-ankle distance is kept."""
     full = mat3.between(mat3.sub(toe, ankle), mat3.sub(toe_aim, ankle))
     if weight != 1.0:
-        w, x, y, z = mat3.quat_from_matrix(full)
-        if w < 0.0:  # the same rotation, written the short way round
-            w, x, y, z = -w, -x, -y, -z
-        angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
-        full = mat3.axis_angle(mat3.normalize((x, y, z)), weight * angle)
+        full = mat3.partial_rotation(full, weight)
     return mat3.mat_mul(full, ankle_rot)
 
 

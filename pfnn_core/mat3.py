@@ -131,6 +131,17 @@ def axis_angle(axis, angle):
 
 
 @njit
+def partial_rotation(m, share):
+    """The rotation `m` (3x3) turned by `share` of its angle about its own axis, the short way round
+    (a quaternion with a negative scalar part stands for the same rotation as its negation)."""
+    w, x, y, z = quat_from_matrix(m)
+    if w < 0.0:
+        w, x, y, z = -w, -x, -y, -z
+    angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
+    return axis_angle(normalize((x, y, z)), share * angle)
+
+
+@njit
 def between(u, v):
     """The shortest rotation taking the direction of `u` to the direction of `v` (as
     `quat.quat_between`, including its choice of axis for opposite vectors)."""

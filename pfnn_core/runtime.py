@@ -240,7 +240,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     contacts = np.clip(out["contacts"], 0.0, 1.0)
     settling = settling_stage(state, ~pushed, trajectory, settings, network)
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
-                      FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset, state.lock_stepping), settings,
+                      FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
+                                state.lock_stepping), settings,
                       network.floor_heights, dt, network.plan, *settling)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
@@ -316,7 +317,8 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
         world_joint_pos=point(state.world_joint_pos), world_joint_rot=rotation(state.world_joint_rot),
         contacts=state.contacts[index].copy(), lock_target=point(state.lock_target),
         lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(),
-        lock_offset=vector(state.lock_offset), lock_stepping=state.lock_stepping[index].copy(), settle_active=state.settle_active[index].copy(),
+        lock_offset=vector(state.lock_offset), lock_stepping=state.lock_stepping[index].copy(),
+        settle_active=state.settle_active[index].copy(),
         settle_foot=state.settle_foot[index].copy(), settle_progress=state.settle_progress[index].copy(),
         settle_start=point(state.settle_start), settle_steps=state.settle_steps[index].copy(), trajectory=history,
         traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),

@@ -82,11 +82,7 @@ def toe_arc_point(ankle_point, ankle_start, toe_start, ankle_end, toe_end, progr
     t = mat3.smoothstep(min(max(progress, 0.0), 1.0))
     start, end = mat3.sub(toe_start, ankle_start), mat3.sub(toe_end, ankle_end)
     size = (1.0 - t) * mat3.length(start) + t * mat3.length(end)
-    w, x, y, z = mat3.quat_from_matrix(mat3.between(start, end))
-    if w < 0.0:  # the same rotation, written the short way round
-        w, x, y, z = -w, -x, -y, -z
-    angle = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), w)
-    turned = mat3.mat_vec(mat3.axis_angle(mat3.normalize((x, y, z)), t * angle), mat3.normalize(start))
+    turned = mat3.mat_vec(mat3.partial_rotation(mat3.between(start, end), t), mat3.normalize(start))
     return mat3.add(ankle_point, mat3.scale(turned, size))
 
 

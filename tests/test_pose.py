@@ -33,6 +33,20 @@ def test_compiled_rotation_helpers_agree_with_the_quaternion_module():
     np.testing.assert_allclose(opposite @ [1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], atol=1e-9)
 
 
+def test_a_partial_rotation_is_a_share_of_the_turn_the_short_way_round():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        u, v = tuple(rng.normal(size=3)), tuple(rng.normal(size=3))
+        full = np.reshape(mat3.between(u, v), (3, 3))
+        half = np.reshape(mat3.partial_rotation(mat3.between(u, v), 0.5), (3, 3))
+        np.testing.assert_allclose(half @ half, full, atol=1e-9)  # two halves make the whole turn
+        np.testing.assert_allclose(np.reshape(mat3.partial_rotation(tuple(full.ravel()), 1.0), (3, 3)), full, atol=1e-9)
+        np.testing.assert_allclose(np.reshape(mat3.partial_rotation(tuple(full.ravel()), 0.0), (3, 3)), np.eye(3),
+                                   atol=1e-12)
+        angle = np.arccos(np.clip((np.trace(half) - 1) / 2, -1, 1))  # at most half a turn: the short way
+        assert angle <= np.pi / 2 + 1e-9
+
+
 def test_nearest_rotation_matches_kabsch_by_svd_on_nearly_planar_bones():
     rng = np.random.default_rng(0)
     worst = 0.0
