@@ -168,3 +168,32 @@ def test_contact_f1_and_phase_drift():
     assert measures.contact_f1(predicted, labelled) == pytest.approx(0.5)
     assert measures.contact_f1(labelled, labelled) == 1.0 and measures.contact_f1(~labelled, labelled) == 0.0
     np.testing.assert_allclose(measures.phase_drift([0.95, 0.1, 0.5], [0.05, 0.9, 0.0]), [0.1, 0.2, 0.5])
+
+
+def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
+    """Exhausted walks shuffle (feet low through the swing) and skate more by this measure than active
+    ones; a style drive is compared with its own style's walks, other drives with every style's."""
+    from pfnn_core.checkpoint import load_checkpoint
+    from pfnn_core.evaluation import analysis, reference
+    from conftest import DEFAULT_MODEL, ROOT
+
+    meta = load_checkpoint(DEFAULT_MODEL).meta
+    folder = ROOT / "assets" / "bvh" / "bandai-namco-ds2-styles"
+    paths = [p for style in ("exhausted", "active") for p in sorted(folder.glob(f"*_walk_{style}_*.bvh.gz"))]
+    clips = reference.load_mocap(paths)
+    monkeypatch.setattr(reference, "STYLE_SKATING_MIN_S", 5.0)
+    ref = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, meta)
+    floor, joints = ref.floor, ref.contact_joints
+    own = {style: measures.pool_skating([measures.foot_skating(c.positions[:, joints], floor, c.dt)
+                                         for c in clips if c.style == style]).mean() for style in ("exhausted", "active")}
+    assert ref.style_skating[("exhausted", "walk")] == pytest.approx(own["exhausted"])
+    assert ref.style_skating[("active", "walk")] == pytest.approx(own["active"])
+    assert own["exhausted"] > own["active"] + 0.08  # all their walks: 0.30 and 0.18 m/s
+    assert min(own.values()) < ref.skating["walk"] < max(own.values())
+    assert analysis.skating_reference(ref, "exhausted", "walk") == (own["exhausted"], "the exhausted mocap's own walks")
+    assert analysis.skating_reference(ref, None, "walk") == (ref.skating["walk"], "all styles' mocap walks")
+    # a style with too little of a kind falls back to every style's figure
+    assert analysis.skating_reference(ref, "exhausted", "side")[1] == "all styles' mocap side-steps"
+    monkeypatch.setattr(reference, "STYLE_SKATING_MIN_S", 1e9)
+    strict = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, meta)
+    assert strict.style_skating == {}

@@ -25,6 +25,7 @@ DEFAULT_BVH_DIR = ROOT_DIR / "assets" / "bvh"
 QUICK_CLIPS = 24          # clips of the quick suite's reference, spread over styles and contents
 LEAVE_ONE_OUT_CLIPS = 40  # mocap clips scored against all the others (realism reference)
 KINDS = ("walk", "run", "back", "side", "stand")
+STYLE_SKATING_MIN_S = 60.0  # a style's own skating figure for a kind needs this much of its mocap
 
 
 @dataclass
@@ -140,6 +141,8 @@ class MocapReference:
     floor: np.ndarray              # [4] planted height of each contact joint (m)
     floor_source: str
     skating: dict                  # kind -> contact-weighted speed (m/s)
+    style_skating: dict            # (style, kind) -> the same over that style's clips alone, where it has
+                                   # STYLE_SKATING_MIN_S of them
     fast_share: dict               # kind -> share of contact steps faster than 0.25 m/s
     pops_per_minute: float
     floating_share: float          # share of still-foot frames that float
@@ -172,11 +175,16 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
                                                     for c in moving]), float)
         floor_source = "measured on the reference clips (the checkpoint stores none)"
 
-    skating, fast = {}, {}
+    skating, fast, style_skating = {}, {}, {}
     for kind in KINDS:
-        parts = [measures.foot_skating(c.positions[:, contact_joints], floor, c.dt) for c in clips if c.kind == kind]
+        kind_clips = [c for c in clips if c.kind == kind]
+        parts = [measures.foot_skating(c.positions[:, contact_joints], floor, c.dt) for c in kind_clips]
         pooled = measures.pool_skating(parts)
         skating[kind], fast[kind] = pooled.mean(), pooled.fast_share()
+        for style in sorted({c.style for c in kind_clips}):
+            mine = [(c, part) for c, part in zip(kind_clips, parts) if c.style == style]
+            if sum(len(c.positions) * c.dt for c, _ in mine) >= STYLE_SKATING_MIN_S:
+                style_skating[(style, kind)] = measures.pool_skating([part for _, part in mine]).mean()
 
     popped = minutes = 0.0
     still = floating = 0.0
@@ -226,7 +234,7 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
                "clip_medians": [float(np.median(d)) for d in distances], "clips": len(distances)}
     return MocapReference(
         clips=clips, names=list(names), parents=parents, contact_joints=contact_joints, floor=floor,
-        floor_source=floor_source, skating=skating, fast_share=fast,
+        floor_source=floor_source, skating=skating, style_skating=style_skating, fast_share=fast,
         pops_per_minute=popped / minutes if minutes else math.nan,
         floating_share=floating / still if still else math.nan, stance=stance, stance_spread=stance_spread,
         jerk=jerk_sum / jerk_count if jerk_count else math.nan, jerk_dt=float(np.median([c.dt for c in clips])),
