@@ -77,6 +77,9 @@ class TrainConfig:
     device: str = "auto"          # 'auto' (cuda when present), 'cpu' or 'cuda'
     threads: int = 0              # torch CPU threads; 0 = leave torch's default
     resume: str | None = None     # resumable checkpoint to continue from
+    init: str | None = None       # fine-tune: start from this model's weights and normalisation
+    oversample: dict = field(default_factory=dict)  # motion kind ('side', 'back', ...) -> how many times
+                                  # each of its training rows is fed per epoch (an integer >= 1)
     labels: str | None = None     # labelling rule: 'filename' (default), 'folder' or a JSON/CSV table
     workers: int = 1              # processes building the dataset's clips in parallel; 0 = one per CPU core
     cache: bool = True            # keep the built dataset in the dataset cache and reuse it
@@ -390,6 +393,35 @@ def load_training_data(config: TrainConfig, progress: Callable[[int, int], None]
                                         workers=config.workers, label_rule=LabelRule.parse(config.labels))
 
 
+def oversampled_rows(train_rows: np.ndarray, data, factors: dict) -> np.ndarray:
+    """`train_rows` with the rows of each motion kind in `factors` (`features.motion_kind`: 'side',
+    'back', 'run', 'walk', ...) repeated to `factors[kind]` copies in all; calm standing rows keep one.
+    Side-steps and backward walks are seconds per style among an hour of forward walks: repeating them
+    makes every epoch weigh them more. ValueError for an unknown kind or a factor below 1."""
+    from pfnn_core import features
+    from pfnn_core.labels import ClipLabel
+    if not factors:
+        return train_rows
+    known = ("walk", "run", "back", "side", "stand", "other", "unknown")
+    for kind, factor in factors.items():
+        if kind not in known:
+            raise ValueError(f"oversample: unknown motion kind '{kind}' (known: {', '.join(known[:5])})")
+        if int(factor) != factor or factor < 1:
+            raise ValueError(f"oversample: the factor of '{kind}' must be a whole number >= 1, got {factor}")
+    if not data.clip_labels:
+        raise ValueError("oversample: this dataset has no clip labels to find motion kinds by")
+    clip_kinds = np.array([features.motion_kind(ClipLabel(label["style"], label["content"]))
+                           for label in data.clip_labels])
+    kinds = clip_kinds[data.clip[train_rows]]
+    standing = getattr(data, "standing", None)
+    if standing is not None:
+        kinds = np.where(standing[train_rows], "stand", kinds)
+    parts = [train_rows]
+    for kind, factor in factors.items():
+        parts += [train_rows[kinds == kind]] * (int(factor) - 1)
+    return np.concatenate(parts)
+
+
 def _split_and_norm(data, config: TrainConfig):
     from pfnn_core import features
     train_rows, val_rows = features.split_by_clip(data, config.val_fraction, config.seed)
@@ -439,6 +471,10 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
     train_rows, val_rows, norm = _split_and_norm(data, config)
     if len(train_rows) == 0:
         raise ValueError("no training samples after the train/validation split")
+    train_rows = oversampled_rows(train_rows, data, config.oversample)
+    start_from = load_checkpoint(config.init, device="cpu") if config.init and not config.resume else None
+    if start_from is not None:  # fine-tuning: the model's inputs and outputs keep its own normalisation
+        norm = tuple(start_from.norm[name].numpy() for name in NORM_NAMES)
     tensors = _to_device(data, norm, device)
     out_path, resume_path = Path(config.out), resume_path_for(config.out)
 
@@ -472,8 +508,14 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
         if context.is_main and resumed.meta.get("data", {}).get("sha1") != meta_base_data["sha1"]:
             logging.getLogger(__name__).warning("%s was trained on different data; continuing on this data",
                                                 config.resume)
-    elif context.rank > 0:
-        torch.manual_seed(distributed.rank_seed(config.seed, context.rank))  # its own dropout and feedback draws
+    else:
+        if start_from is not None:
+            if start_from.config != model_config:
+                raise TrainingError(f"{config.init}: its model {start_from.config} does not match this data and "
+                                    f"settings {model_config}")
+            model.load_state_dict(start_from.model.state_dict())
+        if context.rank > 0:
+            torch.manual_seed(distributed.rank_seed(config.seed, context.rank))  # its own dropout and feedback draws
     trainable = distributed.wrap_model(model, context)
     model.train()
 
@@ -588,6 +630,14 @@ def train(config: TrainConfig, progress: Callable[[dict], None] | None = None,
 
 # --- command line -----------------------------------------------------------------------------------
 
+def _kind_factor(text: str) -> tuple[str, int]:
+    kind, _, factor = text.partition("=")
+    try:
+        return kind.strip(), int(factor)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KIND=N (e.g. side=4), got '{text}'") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pfnn-train", description="Train a PFNN on a folder of BVH clips.")
     parser.add_argument("data", nargs="*", help="BVH folder(s) or files (default assets/bvh)")
@@ -613,6 +663,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, help="CPU threads for BLAS and torch (default: all cores, shared "
                         "among the processes torchrun starts on one machine)")
     parser.add_argument("--no-mirror", action="store_false", dest="mirror", default=None)
+    parser.add_argument("--init", metavar="MODEL",
+                        help="fine-tune: start from this model's weights and normalisation (same size and data layout)")
+    parser.add_argument("--oversample", metavar="KIND=N", action="append", type=_kind_factor,
+                        help="feed each training row of a motion kind (side, back, run, walk) N times per epoch; "
+                             "repeatable")
     parser.add_argument("--resume", metavar="CKPT", help="continue from a *.resume.safetensors checkpoint")
     parser.add_argument("--workers", type=int, default=0,
                         help="processes building the dataset's clips in parallel (default 0: one per CPU core)")
@@ -625,6 +680,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     overrides = {name: value for name, value in vars(args).items() if name not in ("data", "resume")}
+    if args.oversample is not None:
+        overrides["oversample"] = dict(args.oversample)
     if args.data:
         overrides["data"] = list(args.data)
     if args.resume:

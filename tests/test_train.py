@@ -247,3 +247,62 @@ def test_tiny_real_run_on_bundled_clips_lowers_validation_loss(tmp_path, bundled
     assert checkpoint.meta["skeleton"]["names"] == real.skeleton["names"]
     x = torch.as_tensor((real.x[:5] - checkpoint.norm["x_mean"].numpy()) / checkpoint.norm["x_std"].numpy())
     assert checkpoint.model(x, torch.as_tensor(real.phase[:5])).shape == (5, real.y.shape[1])
+
+
+def labelled(data: TinyData, contents: list) -> TinyData:
+    return replace(data, clip_labels=[{"style": "normal", "content": contents[c % len(contents)]}
+                                      for c in range(len(data.clip_names))])
+
+
+def test_oversampling_repeats_the_rows_of_the_named_motion_kinds_only(data):
+    # clip 0 side-steps to the left, clip 1 walks backwards, the other six walk forward
+    tagged = labelled(data, ["walk-left", "walk-back"] + ["walk"] * 6)
+    rows = np.arange(len(data.x))
+    more = train_module.oversampled_rows(rows, tagged, {"side": 3, "back": 2})
+    counts = np.bincount(more, minlength=len(rows))
+    assert (counts[data.clip == 0] == 3).all() and (counts[data.clip == 1] == 2).all()
+    assert (counts[data.clip >= 2] == 1).all()
+    assert len(more) == len(rows) + 2 * 90 + 1 * 90
+    assert train_module.oversampled_rows(rows, tagged, {}) is rows
+    with pytest.raises(ValueError, match="unknown motion kind 'sideways'.*side"):
+        train_module.oversampled_rows(rows, tagged, {"sideways": 2})
+    with pytest.raises(ValueError, match="whole number >= 1"):
+        train_module.oversampled_rows(rows, tagged, {"side": 0})
+
+
+def test_fine_tuning_starts_from_the_given_model_and_keeps_its_normalisation(tmp_path, data):
+    base = train(tiny_config(tmp_path / "base", epochs=3), data=data)
+    fresh = train(tiny_config(tmp_path / "fresh", epochs=1, seed=5), data=data)
+    # another seed splits the clips otherwise, so its own normalisation would differ from the base's
+    tuned = train(tiny_config(tmp_path / "tuned", epochs=1, seed=5, lr=1e-7, init=str(base.out_path)), data=data)
+    base_checkpoint, tuned_checkpoint = load_checkpoint(base.out_path), load_checkpoint(tuned.out_path)
+    for name in ("x_mean", "x_std", "y_mean", "y_std"):
+        assert torch.equal(base_checkpoint.norm[name], tuned_checkpoint.norm[name])
+    assert not torch.equal(load_checkpoint(fresh.out_path).norm["x_mean"], base_checkpoint.norm["x_mean"])
+    # a near-zero learning rate leaves the base's weights: its loss, far below a fresh model's first epoch
+    assert tuned.val_losses[0] < 0.7 * fresh.val_losses[0]
+    for key, value in base_checkpoint.model.state_dict().items():
+        assert torch.allclose(value, tuned_checkpoint.model.state_dict()[key], atol=1e-4)
+    with pytest.raises(TrainingError, match="does not match"):
+        train(tiny_config(tmp_path / "bad", epochs=1, hidden_size=16, init=str(base.out_path)), data=data)
+
+
+def test_cli_reads_oversample_factors_and_refuses_bad_ones(tmp_path, capsys, monkeypatch, data):
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    (folder / "a.bvh").write_text("HIERARCHY\n")
+    seen = {}
+    monkeypatch.setattr(train_module, "load_training_data", lambda config, **kwargs: data)
+
+    def remember(rows, given_data, factors):
+        seen["factors"] = factors
+        return rows
+
+    monkeypatch.setattr(train_module, "oversampled_rows", remember)
+    common = ["--hidden", "16", "--batch-size", "64", "--threads", "1", "--device", "cpu", "--epochs", "1"]
+    assert main([str(folder), "--out", str(tmp_path / "m.safetensors"), "--oversample", "side=4",
+                 "--oversample", "back=2", *common]) == 0
+    assert seen["factors"] == {"side": 4, "back": 2}
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(folder), "--oversample", "side", *common])
+    assert exit_info.value.code == 2 and "expected KIND=N" in capsys.readouterr().err
