@@ -26,6 +26,7 @@ from pfnn_core.quat import quat_inv, quat_mul, quat_to_matrix
 
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
+SWING_SPEEDS = (0.4, 1.0)  # m/s: a free foot the network moves this fast gets none ... all of the swing clearance
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
 
@@ -275,6 +276,29 @@ def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settli
 
 
 @njit
+def _lift_swinging_feet(goals, pull, speed, contacts, threshold, floor_heights, clearance):
+    """A free foot (no pin holding or fading on either joint, the network's contact outputs low) whose
+    toe moves fast keeps that toe at least `clearance` x smoothstep over SWING_SPEEDS of the toe's speed
+    (m/s) above its floor level, the whole foot raised with it. The network's side-steps and backward
+    walks (seconds of mocap per style) drag the swinging foot along the floor with its contact output
+    off: a skating foot the pins never see. The mocap's own toes, moving 0.7-1.5 m/s in a walk, are at
+    least 1.6-1.9 cm up 95% of the time; its ankles are often at their floor level while fast (the
+    heel strikes and the foot rolls over it), so only the toe is held up."""
+    low, high = SWING_SPEEDS
+    for slot in range(0, goals.shape[0] - 1, 2):
+        toe = slot + 1
+        if pull[slot] > 0.0 or pull[toe] > 0.0:
+            continue
+        swinging = 1.0 - mat3.smoothstep(2.0 * max(contacts[slot], contacts[toe]) / threshold - 1.0)
+        lift = swinging * clearance * mat3.smoothstep((speed[toe] - low) / (high - low))
+        raise_by = floor_heights[toe] + lift - goals[toe, 1]
+        if lift > 0.0 and raise_by > 0.0:  # the whole foot rises, its pitch kept
+            for s in (slot, toe):
+                goals[s, 1] += raise_by
+                pull[s] = 1.0
+
+
+@njit
 def _step_whole_feet(foot_pos, goals, pull, target, weight, active, offset, stepping):
     """A foot steps as a whole: when one of its joints (ankle, toe) starts a catch-up step, the other,
     if pinned, starts one with it."""
@@ -291,7 +315,7 @@ def _step_whole_feet(foot_pos, goals, pull, target, weight, active, offset, step
 @njit
 def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weight, lock_active, lock_offset,
                  lock_stepping, locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
-                 catch_up_height,
+                 catch_up_height, swing_clearance, foot_speed,
                  floor_on, has_floor, floor_heights, ik_on, reach, settling, settle_was_active, shown_before, settle_foot,
                  settle_progress, settle_start, settle_steps, rest_shift, stance, step_time, step_height, dt,
                  parents, offsets, up_path, down_order, contact_joints, legs, body, anchor, out_target, out_weight,
@@ -337,6 +361,8 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
             if locking and catch_up_height >= 0.0:
                 _step_whole_feet(foot_pos, goals, pull, out_target[b], out_weight[b], out_active[b], out_offset[b],
                                  out_stepping[b])
+            if swing_clearance > 0.0 and has_floor:
+                _lift_swinging_feet(goals, pull, foot_speed[b], contacts[b], threshold, floor_heights, swing_clearance)
         if ik_on:
             _within_reach(pos[b], legs, offsets, reach, goals, pull, out_target[b], out_active[b], settling[b],
                           contact_joints, out_weight[b], out_offset[b], out_stepping[b], catch_up_height >= 0.0)
@@ -428,13 +454,15 @@ def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, sm
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling=None, settle_state: settle.SettleState | None = None, shown_before=None,
-               rest_shift=None, stance=None) -> PlacedFeet:
+               rest_shift=None, stance=None, foot_speed=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling` [B] bool, play the
     settling steps (`settle.settle_character`: stance [4, 3] placed under the hips moved by
     `rest_shift` [B, 2], the remaining root travel; `shown_before` [B, J, 3]: the pose shown last
     tick); keep contact joints at or above their floor heights [4] (when `settings.floor_clamp`), and
     turn the legs to reach (`ik.solve_leg`, no ankle farther from its hip than LEG_REACH of the leg)
-    when `settings.ik_enabled`; `pose` is solved in place."""
+    when `settings.ik_enabled`; lift free swinging feet (`foot_speed` [B, 4]: the network's horizontal
+    speed of each contact joint, m/s) `settings.swing_clearance` above the floor; `pose` is solved in
+    place."""
     batch = root_pos.shape[0]
     slots = len(plan.contact_joints)
     out_target, out_weight, out_offset = np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots, 3))
@@ -455,6 +483,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                  float(settings.lock_start_height), float(settings.floor_snap_height),
                  ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt)),
                  float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
+                 float(settings.swing_clearance) if settings.ik_enabled else 0.0,
+                 np.zeros((batch, slots)) if foot_speed is None else np.ascontiguousarray(foot_speed, dtype=np.float64),
                  bool(settings.floor_clamp) and has_floor, has_floor, floor,
                  bool(settings.ik_enabled), LEG_REACH, settling, settle_state.active,
                  pose.positions if shown_before is None else shown_before,

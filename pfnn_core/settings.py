@@ -148,6 +148,10 @@ class RuntimeSettings:
     # settling step height, instead of being dragged along the floor (`ik.update_lock`).
     catch_up_steps: bool = _tunable(True, "Catch-up steps",
                                     "A pinned foot the body has left behind steps after it instead of sliding.")
+    # Lift of a free foot the network swings along the floor (m): `pose.SWING_SPEEDS`.
+    swing_clearance: float = _tunable(0.03, "Swing clearance (m)",
+                                      "Keep a fast-moving free foot this high above the floor (0 = off).",
+                                      min=0.0, max=0.1, step=0.005)
     # Duration (s) of one settling step.
     settle_step_time: float = _tunable(0.3, "Settle step time (s)", "Duration of one settling step.",
                                        min=0.05, max=1.0, step=0.01)
@@ -240,7 +244,7 @@ class RuntimeSettings:
                                    drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
                                    floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
                                    settle_steps=False, start_from_command=False,
-                                   start_priming=0.0, catch_up_steps=False)
+                                   start_priming=0.0, catch_up_steps=False, swing_clearance=0.0)
 
     # ---- ranges --------------------------------------------------------------------------------
     def fit_to_model(self, meta: Mapping[str, Any], config=None) -> list[tuple[str, float, float]]:

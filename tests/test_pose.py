@@ -258,3 +258,38 @@ def test_a_held_toe_is_reached_and_the_foot_turns_about_it(walk_motion):
     np.testing.assert_allclose(shown[1], pins[1], atol=1e-3)
     bone = np.linalg.norm(plan.offsets[plan.contact_joints[1]])
     assert np.linalg.norm(shown[1] - shown[0]) == pytest.approx(bone, abs=1e-6)
+
+
+def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_motion):
+    """The network drags a swinging foot along the floor (its contact outputs low): the runtime keeps its
+    toe `swing_clearance` above the toe's floor level, the whole foot raised (its shape and horizontal
+    place kept). A slow foot, a foot the network calls planted and a clearance of 0 are left alone."""
+    plan, dt = _plan(walk_motion), 1 / 60
+    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
+    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
+
+    def network_pose():
+        return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
+
+    feet = network_pose().positions[0, plan.contact_joints].copy()
+    floor = feet[:, 1].copy()  # every contact joint at its floor level now
+    empty = FootLocks(feet[None].copy(), np.zeros((1, 4)), np.zeros((1, 4), bool), np.zeros((1, 4, 3)))
+
+    def shown(speed, contacts, clearance=0.03):
+        settings = RuntimeSettings()
+        settings.swing_clearance = clearance
+        placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), np.array([contacts]), empty, settings,
+                            floor, dt, plan, foot_speed=np.array([speed]))
+        return placed.positions[0, plan.contact_joints]
+
+    lifted = shown([0.0, 0.0, 1.2, 1.5], [0.1, 0.1, 0.1, 0.1])
+    assert lifted[3, 1] - floor[3] == pytest.approx(0.03, abs=1e-3)  # the right toe, at full speed
+    assert lifted[2, 1] - feet[2, 1] == pytest.approx(0.03, abs=1e-3)  # its ankle with it
+    np.testing.assert_allclose(lifted[2:, [0, 2]], feet[2:, [0, 2]], atol=2e-3)
+    np.testing.assert_allclose(lifted[:2], feet[:2], atol=1e-6)  # the still left foot
+    # at 0.7 m/s, halfway through SWING_SPEEDS (0.4-1.0): smoothstep(0.5) = 0.5 of the clearance
+    assert shown([0, 0, 0.7, 0.7], [0.1] * 4)[3, 1] - floor[3] == pytest.approx(0.015, abs=1e-3)
+    np.testing.assert_allclose(shown([0, 0, 0.3, 0.3], [0.1] * 4), feet, atol=1e-6)  # slow: on the floor
+    planted = shown([0, 0, 1.5, 1.5], [0.1, 0.1, 0.9, 0.1])  # its pin holds the foot down
+    assert np.abs(planted[2:, 1] - floor[2:]).max() < 3e-3
+    np.testing.assert_allclose(shown([0, 0, 1.5, 1.5], [0.1] * 4, clearance=0.0), feet, atol=1e-6)
