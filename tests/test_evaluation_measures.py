@@ -36,6 +36,11 @@ def test_skating_is_the_mann_weighted_mean_speed_of_contact_steps():
     w = 2.0 - 2.0 ** 0.5
     assert skating.mean() == pytest.approx(w * 1.0 / (1.0 + w), rel=1e-9)
     assert skating.fast_share() == pytest.approx(0.5)  # half the contact steps are faster than 0.25 m/s
+    assert skating.ground_share() == pytest.approx(0.5)  # two of the four joints on the floor throughout
+    # the sliding joint lifted 3 cm, out of the 2 cm band: it no longer skates, and the feet are down less
+    lifted = measures.foot_skating(feet_track(30, x_speed=(0.0, 1.0, 3.0, 3.0), height=(0.0, 0.03, 0.10, 0.05)),
+                                   FLOOR, DT)
+    assert lifted.mean() == 0.0 and lifted.ground_share() == pytest.approx(0.25)
     # a clean walk (planted feet) scores 0; sliding every planted foot at 0.6 m/s scores 0.6.
     assert measures.foot_skating(feet_track(30), FLOOR, DT).mean() == 0.0
     assert measures.foot_skating(feet_track(30, x_speed=(0.6,) * 4), FLOOR, DT).mean() == pytest.approx(0.6)
@@ -190,10 +195,15 @@ def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
     assert ref.style_skating[("active", "walk")] == pytest.approx(own["active"])
     assert own["exhausted"] > own["active"] + 0.08  # all their walks: 0.30 and 0.18 m/s
     assert min(own.values()) < ref.skating["walk"] < max(own.values())
-    assert analysis.skating_reference(ref, "exhausted", "walk") == (own["exhausted"], "the exhausted mocap's own walks")
-    assert analysis.skating_reference(ref, None, "walk") == (ref.skating["walk"], "all styles' mocap walks")
+    ground = {style: measures.pool_skating([measures.foot_skating(c.positions[:, joints], floor, c.dt) for c in clips
+                                            if c.style == style]).ground_share() for style in own}
+    assert ground["exhausted"] > ground["active"]  # the shuffling feet are down longer
+    assert analysis.skating_reference(ref, "exhausted", "walk") == (own["exhausted"], ground["exhausted"],
+                                                                    "the exhausted mocap's own walks")
+    assert analysis.skating_reference(ref, None, "walk") == (ref.skating["walk"], ref.ground_share["walk"],
+                                                             "all styles' mocap walks")
     # a style with too little of a kind falls back to every style's figure
-    assert analysis.skating_reference(ref, "exhausted", "side")[1] == "all styles' mocap side-steps"
+    assert analysis.skating_reference(ref, "exhausted", "side")[2] == "all styles' mocap side-steps"
     monkeypatch.setattr(reference, "STYLE_SKATING_MIN_S", 1e9)
     strict = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, meta)
     assert strict.style_skating == {}

@@ -100,14 +100,16 @@ def at_rate(positions: np.ndarray, dt: float, target_dt: float) -> np.ndarray:
 # Body measures, every drive
 
 
-def skating_reference(reference: MocapReference, style: str | None, kind: str) -> tuple[float, str]:
-    """The mocap skating a drive's `kind` of motion is held to, and whose it is: a style drive's own
-    style's clips of that kind where the reference has enough of them (a shuffling exhausted walk keeps
-    its feet low and skates more by this measure than a crisp active one: 0.30 against 0.18 m/s on the
-    bundled walks), else every style's."""
+def skating_reference(reference: MocapReference, style: str | None, kind: str) -> tuple[float, float, str]:
+    """The mocap a drive's `kind` of motion is held to: (its skating, its feet's share of time on the
+    floor, whose it is). A style drive's own style's clips of that kind where the reference has enough
+    of them (a shuffling exhausted walk keeps its feet low and skates more by this measure than a crisp
+    active one: 0.30 against 0.18 m/s on the bundled walks), else every style's."""
     if style is not None and (style, kind) in reference.style_skating:
-        return reference.style_skating[(style, kind)], f"the {style} mocap's own {KIND_NAMES[kind]}"
-    return reference.skating.get(kind, math.nan), f"all styles' mocap {KIND_NAMES[kind]}"
+        return (reference.style_skating[(style, kind)], reference.style_ground_share[(style, kind)],
+                f"the {style} mocap's own {KIND_NAMES[kind]}")
+    return (reference.skating.get(kind, math.nan), reference.ground_share.get(kind, math.nan),
+            f"all styles' mocap {KIND_NAMES[kind]}")
 
 
 def body_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
@@ -121,12 +123,16 @@ def body_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
         steps = kinds == kind
         if not steps.any():
             continue
-        value, mocap, whose = skating.mean(steps), *skating_reference(reference, record.drive.style, kind)
+        mocap, mocap_ground, whose = skating_reference(reference, record.drive.style, kind)
+        value = skating.mean(steps)
         rows.append(Row(f"foot skating ({kind})", subject, name, value, "m/s", f"<= {MAX_SKATING_RATIO:g}x mocap",
                         at_most(value, MAX_SKATING_RATIO * mocap), mocap,
                         f"{_percent(skating.fast_share(steps))} of contact steps faster than "
                         f"{measures.FAST_CONTACT_SPEED:g} m/s (mocap {_percent(reference.fast_share.get(kind))}); "
                         f"against {whose}"))
+        rows.append(Row(f"feet on the floor ({kind})", subject, name, skating.ground_share(steps), "share", "",
+                        None, mocap_ground, f"share of the time each foot joint is in contact; {whose}: "
+                        f"{_percent(mocap_ground)} (lifting feet to hide sliding would show here)"))
 
     step = max(1, int(round(reference.jerk_dt / record.dt)))
     query = measures.pose_features(record.positions, record.dt, reference.names, reference.parents)[::step]

@@ -75,6 +75,13 @@ class Skating:
         total = float(self.weight[select].sum())
         return float((self.weight[select] * self.speed[select]).sum()) / total if total > 0 else float("nan")
 
+    def ground_share(self, steps=None) -> float:
+        """Share of the selected steps [T-1] x joints in contact: how much of the time the feet are on
+        the floor (a motion that hid its sliding by lifting its feet would skate little and score low)."""
+        select = slice(None) if steps is None else np.asarray(steps, bool)
+        contact = self.contact[select]
+        return float(contact.mean()) if contact.size else float("nan")
+
     def fast_share(self, steps=None, limit: float = FAST_CONTACT_SPEED) -> float:
         """Share of contact steps faster than `limit` m/s; nan without contact."""
         select = slice(None) if steps is None else np.asarray(steps, bool)

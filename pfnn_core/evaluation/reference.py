@@ -143,6 +143,8 @@ class MocapReference:
     skating: dict                  # kind -> contact-weighted speed (m/s)
     style_skating: dict            # (style, kind) -> the same over that style's clips alone, where it has
                                    # STYLE_SKATING_MIN_S of them
+    ground_share: dict             # kind -> share of contact-joint steps on the floor (`Skating.ground_share`)
+    style_ground_share: dict       # (style, kind) -> the same, where `style_skating` has the pair
     fast_share: dict               # kind -> share of contact steps faster than 0.25 m/s
     pops_per_minute: float
     floating_share: float          # share of still-foot frames that float
@@ -175,16 +177,17 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
                                                     for c in moving]), float)
         floor_source = "measured on the reference clips (the checkpoint stores none)"
 
-    skating, fast, style_skating = {}, {}, {}
+    skating, fast, style_skating, ground, style_ground = {}, {}, {}, {}, {}
     for kind in KINDS:
         kind_clips = [c for c in clips if c.kind == kind]
         parts = [measures.foot_skating(c.positions[:, contact_joints], floor, c.dt) for c in kind_clips]
         pooled = measures.pool_skating(parts)
-        skating[kind], fast[kind] = pooled.mean(), pooled.fast_share()
+        skating[kind], fast[kind], ground[kind] = pooled.mean(), pooled.fast_share(), pooled.ground_share()
         for style in sorted({c.style for c in kind_clips}):
             mine = [(c, part) for c, part in zip(kind_clips, parts) if c.style == style]
             if sum(len(c.positions) * c.dt for c, _ in mine) >= STYLE_SKATING_MIN_S:
-                style_skating[(style, kind)] = measures.pool_skating([part for _, part in mine]).mean()
+                own = measures.pool_skating([part for _, part in mine])
+                style_skating[(style, kind)], style_ground[(style, kind)] = own.mean(), own.ground_share()
 
     popped = minutes = 0.0
     still = floating = 0.0
@@ -234,7 +237,8 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
                "clip_medians": [float(np.median(d)) for d in distances], "clips": len(distances)}
     return MocapReference(
         clips=clips, names=list(names), parents=parents, contact_joints=contact_joints, floor=floor,
-        floor_source=floor_source, skating=skating, style_skating=style_skating, fast_share=fast,
+        floor_source=floor_source, skating=skating, style_skating=style_skating, ground_share=ground,
+        style_ground_share=style_ground, fast_share=fast,
         pops_per_minute=popped / minutes if minutes else math.nan,
         floating_share=floating / still if still else math.nan, stance=stance, stance_spread=stance_spread,
         jerk=jerk_sum / jerk_count if jerk_count else math.nan, jerk_dt=float(np.median([c.dt for c in clips])),
