@@ -196,7 +196,8 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
     A pin starts when the contact output rises above its threshold while the joint is shown within
     `start_height` of its floor level, at the joint's shown position (so it does not jump); a pin that
     starts within `snap_height` of the floor level is brought onto it (the gap shrinks by `snap_keep`
-    per tick, then closes exactly). While the contact stays high the pin holds; it is never more than
+    per tick, then closes exactly); one held above the floor follows the network's joint down (its gap
+    to the joint shrinking by `snap_keep` per tick), never up and never below the floor level. While the contact stays high the pin holds; it is never more than
     `release_distance` (horizontally) from the network's foot. Past that distance the body has moved
     on and the network's foot is still planted under it (the data has no starts: at a start the network
     keeps its feet down while the root leaves): with `step_height` >= 0 the foot takes a CATCH-UP STEP
@@ -221,6 +222,11 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
     if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
         target, weight, active = shown, 1.0, True
     if active and in_contact:
+        if has_floor and foot[1] < target[1] and target[1] > floor_level:
+            # a pin that started above the floor (a toe pinned while the heel strikes) comes down with the
+            # network's joint, never below the floor level: else it held the toe up through the stance
+            lowered = max(foot[1] + (target[1] - foot[1]) * snap_keep, floor_level)
+            target = (target[0], lowered, target[2])
         if has_floor:
             gap = target[1] - floor_level
             if abs(gap) < snap_height:

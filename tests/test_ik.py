@@ -169,6 +169,28 @@ def test_a_pin_near_the_floor_is_brought_onto_it_and_one_in_the_air_does_not_sta
     np.testing.assert_allclose(shown[0, 1], foot[0, 1])
 
 
+def test_a_pin_started_above_the_floor_comes_down_with_the_network_joint_but_never_up():
+    """A toe pinned while the heel strikes (4 cm up: within the start height, above the snap height)
+    follows the network's toe down onto the floor as the foot flattens, without moving horizontally;
+    it was held 4 cm up for the whole stance (the feminine walk's planted toes floated 3.7 cm)."""
+    floor = np.array([[0.04]])
+    contacts = np.array([[0.9]])
+    locks, _ = _locks(empty_foot_locks((1,), 1), np.array([[[0.1, 0.08, 0.2]]]), contacts, floor=floor,
+                      start_height=0.05, snap_height=0.03)
+    assert locks.active[0, 0] and locks.target[0, 0, 1] == pytest.approx(0.08)
+    heights = []
+    for tick in range(40):  # the network's toe comes down to 0.5 cm above its floor, sliding 1 cm forward
+        toe = np.array([[[0.11, max(0.08 - 0.004 * tick, 0.045), 0.2]]])
+        locks, shown = _locks(locks, toe, contacts, floor=floor, start_height=0.05, snap_height=0.03)
+        heights.append(shown[0, 0, 1])
+    assert np.all(np.diff(heights) <= 1e-12) and heights[-1] == pytest.approx(0.04)
+    np.testing.assert_allclose(shown[0, 0, [0, 2]], [0.1, 0.2])  # held in place
+    # the network's toe rising again under contact does not lift the pin
+    locks, shown = _locks(locks, np.array([[[0.11, 0.09, 0.2]]]), contacts, floor=floor, start_height=0.05,
+                          snap_height=0.03)
+    assert shown[0, 0, 1] == pytest.approx(0.04)
+
+
 def test_foot_targets_and_rotation():
     ankle, toe = np.array([0.0, 0.1, 0.0]), np.array([0.0, 0.04, 0.15])
     pin_ankle, pin_toe = ankle + [0.1, 0, 0], toe + [0.0, 0, 0.05]
