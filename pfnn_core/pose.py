@@ -27,6 +27,7 @@ from pfnn_core.quat import quat_inv, quat_mul, quat_to_matrix
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
 SWING_SPEEDS = (0.4, 1.0)  # m/s: a free foot the network moves this fast gets none ... all of the swing clearance
+SWING_LIFT_RATE = 0.3  # m/s: the swing lift rises and falls no faster than this (3 cm in 0.1 s)
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
 
@@ -276,23 +277,32 @@ def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settli
 
 
 @njit
-def _lift_swinging_feet(goals, pull, speed, contacts, threshold, floor_heights, clearance):
-    """A free foot (no pin holding or fading on either joint, the network's contact outputs low) whose
-    toe moves fast keeps that toe at least `clearance` x smoothstep over SWING_SPEEDS of the toe's speed
-    (m/s) above its floor level, the whole foot raised with it. The network's side-steps and backward
-    walks (seconds of mocap per style) drag the swinging foot along the floor with its contact output
-    off: a skating foot the pins never see. The mocap's own toes, moving 0.7-1.5 m/s in a walk, are at
-    least 1.6-1.9 cm up 95% of the time; its ankles are often at their floor level while fast (the
-    heel strikes and the foot rolls over it), so only the toe is held up."""
+def _lift_swinging_feet(goals, pull, speed, contacts, threshold, floor_heights, clearance, lift_before, out_lift,
+                        dt):
+    """Hold a swinging foot up. A free foot (no pin holding or fading on either joint, the network's
+    contact outputs low) whose toe moves fast aims its lift at `clearance` x smoothstep over SWING_SPEEDS
+    of the toe's speed (m/s); any other foot at 0. The lift (`lift_before` [2] -> `out_lift` [2], m)
+    moves toward its aim at SWING_LIFT_RATE at most, and the toe is kept at least that high above its
+    floor level, the whole foot raised with it (a foot landing on a new pin comes down onto it over
+    0.1 s; one whose pin or fade is still showing waits). The network's side-steps and backward walks
+    (seconds of mocap per style) drag the swinging foot along the floor with its contact output off: a
+    skating foot the pins never see. The mocap's own toes, moving 0.7-1.5 m/s in a walk, are at least
+    1.6-1.9 cm up 95% of the time; its ankles are often at their floor level while fast (the heel strikes
+    and the foot rolls over it), so only the toe is held up."""
     low, high = SWING_SPEEDS
+    step = SWING_LIFT_RATE * dt
     for slot in range(0, goals.shape[0] - 1, 2):
-        toe = slot + 1
-        if pull[slot] > 0.0 or pull[toe] > 0.0:
-            continue
-        swinging = 1.0 - mat3.smoothstep(2.0 * max(contacts[slot], contacts[toe]) / threshold - 1.0)
-        lift = swinging * clearance * mat3.smoothstep((speed[toe] - low) / (high - low))
+        toe, foot = slot + 1, slot // 2
+        free = pull[slot] <= 0.0 and pull[toe] <= 0.0
+        aim = 0.0
+        if free:
+            swinging = 1.0 - mat3.smoothstep(2.0 * max(contacts[slot], contacts[toe]) / threshold - 1.0)
+            aim = swinging * clearance * mat3.smoothstep((speed[toe] - low) / (high - low))
+        lift = lift_before[foot] + min(max(aim - lift_before[foot], -step), step)
+        out_lift[foot] = lift
+        fading = (pull[slot] > 0.0 and pull[slot] < 1.0) or (pull[toe] > 0.0 and pull[toe] < 1.0)
         raise_by = floor_heights[toe] + lift - goals[toe, 1]
-        if lift > 0.0 and raise_by > 0.0:  # the whole foot rises, its pitch kept
+        if lift > 0.0 and raise_by > 0.0 and not fading:  # the whole foot rises, its pitch kept
             for s in (slot, toe):
                 goals[s, 1] += raise_by
                 pull[s] = 1.0
@@ -315,7 +325,7 @@ def _step_whole_feet(foot_pos, goals, pull, target, weight, active, offset, step
 @njit
 def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weight, lock_active, lock_offset,
                  lock_stepping, locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
-                 catch_up_height, swing_clearance, foot_speed,
+                 catch_up_height, swing_clearance, foot_speed, swing_lift, out_lift,
                  floor_on, has_floor, floor_heights, ik_on, reach, settling, settle_was_active, shown_before, settle_foot,
                  settle_progress, settle_start, settle_steps, rest_shift, stance, step_time, step_height, dt,
                  parents, offsets, up_path, down_order, contact_joints, legs, body, anchor, out_target, out_weight,
@@ -361,8 +371,11 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
             if locking and catch_up_height >= 0.0:
                 _step_whole_feet(foot_pos, goals, pull, out_target[b], out_weight[b], out_active[b], out_offset[b],
                                  out_stepping[b])
-            if swing_clearance > 0.0 and has_floor:
-                _lift_swinging_feet(goals, pull, foot_speed[b], contacts[b], threshold, floor_heights, swing_clearance)
+        if has_floor:
+            _lift_swinging_feet(goals, pull, foot_speed[b], contacts[b], threshold, floor_heights,
+                                0.0 if settling[b] else swing_clearance, swing_lift[b], out_lift[b], dt)
+        else:
+            out_lift[b, :] = 0.0
         if ik_on:
             _within_reach(pos[b], legs, offsets, reach, goals, pull, out_target[b], out_active[b], settling[b],
                           contact_joints, out_weight[b], out_offset[b], out_stepping[b], catch_up_height >= 0.0)
@@ -433,6 +446,7 @@ class PlacedFeet:
     locks: ik.FootLocks  # [B, 4] pins of the contact joints
     settle: settle.SettleState  # [B] the settling steps
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when a position is not finite)
+    swing_lift: np.ndarray = None  # [B, 2] m: each foot's swing lift (`settings.swing_clearance`)
 
 
 def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, smoothing: float, dt: float,
@@ -454,20 +468,20 @@ def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, sm
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling=None, settle_state: settle.SettleState | None = None, shown_before=None,
-               rest_shift=None, stance=None, foot_speed=None) -> PlacedFeet:
+               rest_shift=None, stance=None, foot_speed=None, swing_lift=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling` [B] bool, play the
     settling steps (`settle.settle_character`: stance [4, 3] placed under the hips moved by
     `rest_shift` [B, 2], the remaining root travel; `shown_before` [B, J, 3]: the pose shown last
     tick); keep contact joints at or above their floor heights [4] (when `settings.floor_clamp`), and
     turn the legs to reach (`ik.solve_leg`, no ankle farther from its hip than LEG_REACH of the leg)
     when `settings.ik_enabled`; lift free swinging feet (`foot_speed` [B, 4]: the network's horizontal
-    speed of each contact joint, m/s) `settings.swing_clearance` above the floor; `pose` is solved in
-    place."""
+    speed of each contact joint, m/s) `settings.swing_clearance` above the floor (`swing_lift` [B, 2]:
+    each foot's lift last tick); `pose` is solved in place."""
     batch = root_pos.shape[0]
     slots = len(plan.contact_joints)
     out_target, out_weight, out_offset = np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots, 3))
     out_active, out_rot, extent = np.empty((batch, slots), dtype=bool), np.empty((batch, plan.num_joints, 4)), np.empty(batch)
-    out_stepping = np.empty((batch, slots), dtype=bool)
+    out_stepping, out_lift = np.empty((batch, slots), dtype=bool), np.empty((batch, slots // 2))
     stepping = np.zeros((batch, slots), dtype=bool) if locks.stepping is None else locks.stepping
     out_foot, out_progress, out_steps = np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64)
     has_floor = floor_heights is not None
@@ -485,6 +499,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                  float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
                  float(settings.swing_clearance) if settings.ik_enabled else 0.0,
                  np.zeros((batch, slots)) if foot_speed is None else np.ascontiguousarray(foot_speed, dtype=np.float64),
+                 np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, dtype=np.float64),
+                 out_lift,
                  bool(settings.floor_clamp) and has_floor, has_floor, floor,
                  bool(settings.ik_enabled), LEG_REACH, settling, settle_state.active,
                  pose.positions if shown_before is None else shown_before,
@@ -495,7 +511,7 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                  plan.anchor, out_target, out_weight, out_active, out_offset, out_stepping, out_foot, out_progress,
                  out_steps, out_rot, extent)
     return PlacedFeet(pose.positions, out_rot, ik.FootLocks(out_target, out_weight, out_active, out_offset, out_stepping),
-                      settle.SettleState(settling, out_foot, out_progress, start, out_steps), extent)
+                      settle.SettleState(settling, out_foot, out_progress, start, out_steps), extent, out_lift)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ class CharacterState:
     lock_active: np.ndarray  # [B, 4] bool: pin held vs released
     lock_offset: np.ndarray  # [B, 4, 3] world offset of a released joint from the network's joint (fades out)
     lock_stepping: np.ndarray  # [B, 4] bool: released into a catch-up step (`ik.update_lock`)
+    swing_lift: np.ndarray  # [B, 2] m: how far each foot is held up in its swing (`pose.place_feet`)
     settle_active: np.ndarray  # [B] bool: settling after a stop (`settle.py`)
     settle_foot: np.ndarray  # [B] int: the foot in a settling step (-1 none, 0 left, 1 right)
     settle_progress: np.ndarray  # [B] progress of that step, 0..1
@@ -172,7 +173,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
         contacts=np.zeros((batch, feet)), lock_target=world_pos[:, network.contact_joints].copy(),
         lock_weight=np.zeros((batch, feet)), lock_active=np.zeros((batch, feet), dtype=bool),
         lock_offset=np.zeros((batch, feet, 3)), lock_stepping=np.zeros((batch, feet), dtype=bool),
-        **_settle_fields(settle.idle_state(batch)),
+        swing_lift=np.zeros((batch, feet // 2)), **_settle_fields(settle.idle_state(batch)),
         trajectory=History.filled(np.concatenate([root_pos, facing, stand_gait], axis=-1), HISTORY_LENGTH),
         traj_future_pos=repeat(root_pos, future), traj_future_dir=repeat(facing, future),
         traj_command_pos=repeat(root_pos, future), traj_command_dir=repeat(facing, future),
@@ -251,7 +252,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
                                 state.lock_stepping), settings,
                       network.floor_heights, dt, network.plan, *settling,
-                      foot_speed=shown_foot_speed(pose.positions, state.world_joint_pos, network.plan.contact_joints, dt))
+                      foot_speed=shown_foot_speed(pose.positions, state.world_joint_pos, network.plan.contact_joints, dt),
+                      swing_lift=state.swing_lift)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
@@ -271,7 +273,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
         joint_pos=pose.fed_back, joint_vel=joint_vel,
         world_joint_pos=feet.positions, world_joint_rot=feet.rotations, contacts=contacts,
         lock_target=feet.locks.target, lock_weight=feet.locks.weight, lock_active=feet.locks.active,
-        lock_offset=feet.locks.offset, lock_stepping=feet.locks.stepping, **_settle_fields(feet.settle),
+        lock_offset=feet.locks.offset, lock_stepping=feet.locks.stepping, swing_lift=feet.swing_lift,
+        **_settle_fields(feet.settle),
         trajectory=state.trajectory.append(np.concatenate([motion.position, facing_from_yaw(motion.yaw),
                                                            trajectory.gait[:, 0]], axis=-1)),
         traj_future_pos=trajectory.future_pos, traj_future_dir=trajectory.future_dir,
@@ -327,7 +330,7 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
         contacts=state.contacts[index].copy(), lock_target=point(state.lock_target),
         lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(),
         lock_offset=vector(state.lock_offset), lock_stepping=state.lock_stepping[index].copy(),
-        settle_active=state.settle_active[index].copy(),
+        swing_lift=state.swing_lift[index].copy(), settle_active=state.settle_active[index].copy(),
         settle_foot=state.settle_foot[index].copy(), settle_progress=state.settle_progress[index].copy(),
         settle_start=point(state.settle_start), settle_steps=state.settle_steps[index].copy(), trajectory=history,
         traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),

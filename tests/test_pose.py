@@ -4,8 +4,8 @@ import pytest
 from pfnn_core import features, mat3, settle
 from pfnn_core.ik import SOFT_REACH, FootLocks, leg_chains
 from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.pose import (fit_rotations_to_positions, forward_kinematics_global, place_feet, pose_from_prediction,
-                            skeleton_plan)
+from pfnn_core.pose import (SWING_LIFT_RATE, fit_rotations_to_positions, forward_kinematics_global, place_feet,
+                            pose_from_prediction, skeleton_plan)
 from pfnn_core.quat import (quat_between, quat_from_6d, quat_from_angle_axis, quat_from_matrix, quat_from_yaw,
                             quat_mul, quat_to_6d, quat_to_matrix)
 from pfnn_core.settings import RuntimeSettings
@@ -263,7 +263,8 @@ def test_a_held_toe_is_reached_and_the_foot_turns_about_it(walk_motion):
 def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_motion):
     """The network drags a swinging foot along the floor (its contact outputs low): the runtime keeps its
     toe `swing_clearance` above the toe's floor level, the whole foot raised (its shape and horizontal
-    place kept). A slow foot, a foot the network calls planted and a clearance of 0 are left alone."""
+    place kept), the lift moving at SWING_LIFT_RATE at most. A slow foot, a foot the network calls
+    planted and a clearance of 0 are let down at that rate."""
     plan, dt = _plan(walk_motion), 1 / 60
     rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
     previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
@@ -274,22 +275,33 @@ def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_mot
     feet = network_pose().positions[0, plan.contact_joints].copy()
     floor = feet[:, 1].copy()  # every contact joint at its floor level now
     empty = FootLocks(feet[None].copy(), np.zeros((1, 4)), np.zeros((1, 4), bool), np.zeros((1, 4, 3)))
+    rate = SWING_LIFT_RATE * dt
 
-    def shown(speed, contacts, clearance=0.03):
+    def shown(speed, contacts, lift_before=(0.0, 0.0), clearance=0.03):
         settings = RuntimeSettings()
         settings.swing_clearance = clearance
         placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), np.array([contacts]), empty, settings,
-                            floor, dt, plan, foot_speed=np.array([speed]))
-        return placed.positions[0, plan.contact_joints]
+                            floor, dt, plan, foot_speed=np.array([speed]), swing_lift=np.array([lift_before]))
+        return placed.positions[0, plan.contact_joints], placed.swing_lift[0]
 
-    lifted = shown([0.0, 0.0, 1.2, 1.5], [0.1, 0.1, 0.1, 0.1])
+    swinging = [0.0, 0.0, 1.2, 1.5], [0.1] * 4
+    lifted, lift = shown(*swinging, lift_before=(0.0, 0.03))
+    assert lift.tolist() == [0.0, 0.03]
     assert lifted[3, 1] - floor[3] == pytest.approx(0.03, abs=1e-3)  # the right toe, at full speed
     assert lifted[2, 1] - feet[2, 1] == pytest.approx(0.03, abs=1e-3)  # its ankle with it
     np.testing.assert_allclose(lifted[2:, [0, 2]], feet[2:, [0, 2]], atol=2e-3)
     np.testing.assert_allclose(lifted[:2], feet[:2], atol=1e-6)  # the still left foot
+    # from the floor the lift rises at the rate limit, not at once
+    rising, lift = shown(*swinging)
+    assert lift[1] == pytest.approx(rate) and rising[3, 1] - floor[3] == pytest.approx(rate, abs=1e-3)
     # at 0.7 m/s, halfway through SWING_SPEEDS (0.4-1.0): smoothstep(0.5) = 0.5 of the clearance
-    assert shown([0, 0, 0.7, 0.7], [0.1] * 4)[3, 1] - floor[3] == pytest.approx(0.015, abs=1e-3)
-    np.testing.assert_allclose(shown([0, 0, 0.3, 0.3], [0.1] * 4), feet, atol=1e-6)  # slow: on the floor
-    planted = shown([0, 0, 1.5, 1.5], [0.1, 0.1, 0.9, 0.1])  # its pin holds the foot down
-    assert np.abs(planted[2:, 1] - floor[2:]).max() < 3e-3
-    np.testing.assert_allclose(shown([0, 0, 1.5, 1.5], [0.1] * 4, clearance=0.0), feet, atol=1e-6)
+    assert shown([0, 0, 0.7, 0.7], [0.1] * 4, (0.0, 0.015))[1][1] == pytest.approx(0.015)
+    # slowing, planted by its pin, or with the rule off: let down at the rate limit
+    for speed, contacts, clearance in (([0, 0, 0.3, 0.3], [0.1] * 4, 0.03),
+                                       ([0, 0, 1.5, 1.5], [0.1, 0.1, 0.9, 0.9], 0.03),
+                                       ([0, 0, 1.5, 1.5], [0.1] * 4, 0.0)):
+        landing, lift = shown(speed, contacts, (0.0, 0.03), clearance)
+        assert lift[1] == pytest.approx(0.03 - rate)
+        assert landing[3, 1] - floor[3] == pytest.approx(0.03 - rate, abs=1e-3)
+    _, lift = shown([0, 0, 0.3, 0.3], [0.1] * 4, (0.0, 0.002))
+    assert lift[1] == 0.0
