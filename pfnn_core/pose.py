@@ -325,7 +325,7 @@ def _step_whole_feet(foot_pos, goals, pull, target, weight, active, offset, step
 @njit
 def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weight, lock_active, lock_offset,
                  lock_stepping, locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
-                 catch_up_height, swing_clearance, foot_speed, swing_lift, out_lift,
+                 catch_up_height, swing_clearance, swing_lift, out_lift,
                  floor_on, has_floor, floor_heights, ik_on, reach, settling, settle_was_active, shown_before, settle_foot,
                  settle_progress, settle_start, settle_steps, rest_shift, stance, step_time, step_height, dt,
                  parents, offsets, up_path, down_order, contact_joints, legs, body, anchor, out_target, out_weight,
@@ -335,10 +335,14 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
     pins, targets, foot_pos = np.empty((slots, 3)), np.empty((slots, 3)), np.empty((slots, 3))
     stepping = np.zeros(slots, dtype=np.bool_)
     pull = np.empty(slots)  # how much each joint's goal counts in the foot's placement (`ik.foot_target`)
+    speed = np.empty(slots)  # m/s: the network's joint from where it was shown last tick, horizontally
     no_floor = np.nan
     for b in range(pos.shape[0]):
         for s in range(slots):
             mat3.store3(foot_pos, s, mat3.load3(pos[b], contact_joints[s]))
+            joint = contact_joints[s]
+            speed[s] = math.hypot(pos[b, joint, 0] - shown_before[b, joint, 0],
+                                  pos[b, joint, 2] - shown_before[b, joint, 2]) / dt
         if settling[b]:
             _settle_goals(b, pos[b], foot_pos, settle_was_active, shown_before, contact_joints, lock_target,
                           settle_foot, settle_progress, settle_start, settle_steps, rest_shift, stance, floor_heights,
@@ -372,7 +376,7 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
                 _step_whole_feet(foot_pos, goals, pull, out_target[b], out_weight[b], out_active[b], out_offset[b],
                                  out_stepping[b])
         if has_floor:
-            _lift_swinging_feet(goals, pull, foot_speed[b], contacts[b], threshold, floor_heights,
+            _lift_swinging_feet(goals, pull, speed, contacts[b], threshold, floor_heights,
                                 0.0 if settling[b] else swing_clearance, swing_lift[b], out_lift[b], dt)
         else:
             out_lift[b, :] = 0.0
@@ -468,15 +472,15 @@ def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, sm
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling=None, settle_state: settle.SettleState | None = None, shown_before=None,
-               rest_shift=None, stance=None, foot_speed=None, swing_lift=None) -> PlacedFeet:
+               rest_shift=None, stance=None, swing_lift=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling` [B] bool, play the
     settling steps (`settle.settle_character`: stance [4, 3] placed under the hips moved by
     `rest_shift` [B, 2], the remaining root travel; `shown_before` [B, J, 3]: the pose shown last
     tick); keep contact joints at or above their floor heights [4] (when `settings.floor_clamp`), and
     turn the legs to reach (`ik.solve_leg`, no ankle farther from its hip than LEG_REACH of the leg)
-    when `settings.ik_enabled`; lift free swinging feet (`foot_speed` [B, 4]: the network's horizontal
-    speed of each contact joint, m/s) `settings.swing_clearance` above the floor (`swing_lift` [B, 2]:
-    each foot's lift last tick); `pose` is solved in place."""
+    when `settings.ik_enabled`; lift free swinging feet (fast from where `shown_before` has them)
+    `settings.swing_clearance` above the floor (`swing_lift` [B, 2]: each foot's lift last tick); `pose`
+    is solved in place."""
     batch = root_pos.shape[0]
     slots = len(plan.contact_joints)
     out_target, out_weight, out_offset = np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots, 3))
@@ -498,7 +502,6 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                  ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt)),
                  float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
                  float(settings.swing_clearance) if settings.ik_enabled else 0.0,
-                 np.zeros((batch, slots)) if foot_speed is None else np.ascontiguousarray(foot_speed, dtype=np.float64),
                  np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, dtype=np.float64),
                  out_lift,
                  bool(settings.floor_clamp) and has_floor, has_floor, floor,

@@ -220,14 +220,6 @@ def settling_stage(state: CharacterState, released, trajectory, settings: Runtim
             remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), network.stance)
 
 
-def shown_foot_speed(positions, shown_before, contact_joints, dt: float) -> np.ndarray:
-    """[B, 4] m/s: how fast each contact joint of the network's pose (world, before the feet are placed)
-    moves horizontally from where it was shown last tick: the speed the viewer would show a free foot
-    (the network's own joint velocities do not see a root the runtime moves faster or slower)."""
-    step = positions[:, contact_joints][..., [0, 2]] - shown_before[:, contact_joints][..., [0, 2]]
-    return np.linalg.norm(step, axis=-1) / dt
-
-
 def step(state: CharacterState, command: Command | Sequence[Command] | CommandBatch, settings: RuntimeSettings,
          dt: float, network: Network) -> CharacterState:
     """One simulation tick of all B characters (one network call); returns the new state."""
@@ -251,9 +243,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
                                 state.lock_stepping), settings,
-                      network.floor_heights, dt, network.plan, *settling,
-                      foot_speed=shown_foot_speed(pose.positions, state.world_joint_pos, network.plan.contact_joints, dt),
-                      swing_lift=state.swing_lift)
+                      network.floor_heights, dt, network.plan, *settling, swing_lift=state.swing_lift)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],

@@ -261,7 +261,8 @@ def test_a_held_toe_is_reached_and_the_foot_turns_about_it(walk_motion):
 
 
 def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_motion):
-    """The network drags a swinging foot along the floor (its contact outputs low): the runtime keeps its
+    """The network drags a swinging foot along the floor (its contact outputs low; its speed is from where
+    the foot was shown last tick): the runtime keeps its
     toe `swing_clearance` above the toe's floor level, the whole foot raised (its shape and horizontal
     place kept), the lift moving at SWING_LIFT_RATE at most. A slow foot, a foot the network calls
     planted and a clearance of 0 are let down at that rate."""
@@ -280,8 +281,11 @@ def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_mot
     def shown(speed, contacts, lift_before=(0.0, 0.0), clearance=0.03):
         settings = RuntimeSettings()
         settings.swing_clearance = clearance
-        placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), np.array([contacts]), empty, settings,
-                            floor, dt, plan, foot_speed=np.array([speed]), swing_lift=np.array([lift_before]))
+        pose = network_pose()
+        before = pose.positions.copy()  # shown last tick: each contact joint `speed` m/s behind along x
+        before[0, plan.contact_joints, 0] -= np.asarray(speed) * dt
+        placed = place_feet(pose, np.zeros((1, 3)), np.zeros(1), np.array([contacts]), empty, settings,
+                            floor, dt, plan, shown_before=before, swing_lift=np.array([lift_before]))
         return placed.positions[0, plan.contact_joints], placed.swing_lift[0]
 
     swinging = [0.0, 0.0, 1.2, 1.5], [0.1] * 4
