@@ -27,6 +27,7 @@ from pfnn_core.quat import quat_inv, quat_mul, quat_to_matrix
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
 SWING_SPEEDS = (0.4, 1.0)  # m/s: a free foot the network moves this fast gets none ... all of the swing clearance
+HEEL_OFF_MAX_TURN = math.radians(35.0)  # the most a held toe's heel is turned up to keep its leg in reach
 SWING_LIFT_RATE = 0.3  # m/s: the swing lift rises and falls no faster than this (3 cm in 0.1 s)
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
@@ -246,12 +247,44 @@ def _settle_goals(b, pos, foot_pos, settle_was_active, shown_before, contact_joi
 
 
 @njit
+def _heel_up_about_toe(ankle, toe, hip, longest):
+    """The ankle turned up about the toe (in the vertical plane through both) by the least angle that
+    brings it within `longest` of the hip: (ankle, found). Not found when that takes more than
+    HEEL_OFF_MAX_TURN or even an upright foot is out of reach."""
+    arm = mat3.sub(ankle, toe)
+    flat = math.hypot(arm[0], arm[2])
+    length = mat3.length(arm)
+    if flat < 1e-9 or length < 1e-9:
+        return ankle, False
+    back = (arm[0] / flat, 0.0, arm[2] / flat)  # horizontal, from the toe toward the heel
+    start = math.atan2(arm[1], flat)  # the foot's pitch now
+    low, high = start, 0.5 * math.pi
+    up = mat3.add(toe, (0.0, length, 0.0))
+    if mat3.length(mat3.sub(up, hip)) > longest:
+        return ankle, False
+    for _ in range(20):
+        mid = 0.5 * (low + high)
+        point = mat3.add(toe, (back[0] * length * math.cos(mid), length * math.sin(mid), back[2] * length * math.cos(mid)))
+        if mat3.length(mat3.sub(point, hip)) > longest:
+            low = mid
+        else:
+            high = mid
+    if high - start > HEEL_OFF_MAX_TURN:
+        return ankle, False
+    return mat3.add(toe, (back[0] * length * math.cos(high), length * math.sin(high),
+                          back[2] * length * math.cos(high))), True
+
+
+@njit
 def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settling, contact_joints, weight, offset,
-                  stepping, catch_up):
+                  stepping, catch_up, heel_off):
     """Pull a foot whose ankle goal is farther from its hip than `reach` x the leg's length toward the
     hip (horizontally, the goal's height kept), ankle and toe together, and let its held pins go (into
     a catch-up step when `catch_up`): a straight leg has no knee direction, and a foot left far behind
-    is a stretched, popping leg."""
+    is a stretched, popping leg. With `heel_off` (walking, not strafing) a foot whose toe is held turns
+    its heel up about the toe instead (`_heel_up_about_toe`), the ankle's pin let go relative to the
+    body: the walk's toe-off. Before, at the end of nearly every stance of a steady walk the trailing
+    leg ran out of reach and the whole foot left the floor early in a catch-up step."""
     for leg in range(legs.shape[0]):
         hip, knee, ankle = legs[leg, 0], legs[leg, 1], legs[leg, 2]
         slot = 2 * leg
@@ -262,6 +295,17 @@ def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settli
         flat = math.sqrt(dx * dx + dz * dz)
         if dx * dx + dy * dy + dz * dz <= longest * longest or flat < 1e-9:
             continue
+        toe = slot + 1
+        if not settling and active[toe] and not stepping[toe] and heel_off:
+            lifted = _heel_up_about_toe(mat3.load3(goals, slot), mat3.load3(goals, toe), mat3.load3(pos, hip), longest)
+            if lifted[1]:  # the heel rises about the held toe: the ankle lets go (relative to the body), no step
+                mat3.store3(goals, slot, lifted[0])
+                pull[slot] = 1.0
+                if active[slot]:
+                    active[slot], weight[slot], stepping[slot] = False, 1.0, False
+                    mat3.store3(target, slot, lifted[0])
+                    mat3.store3(offset, slot, mat3.sub(lifted[0], mat3.load3(pos, contact_joints[slot])))
+                continue
         shrink = math.sqrt(max(longest * longest - dy * dy, 0.0)) / flat
         shift = (dx * (shrink - 1.0), 0.0, dz * (shrink - 1.0))
         for s in range(slot, slot + 2):
@@ -325,7 +369,7 @@ def _step_whole_feet(foot_pos, goals, pull, target, weight, active, offset, step
 @njit
 def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weight, lock_active, lock_offset,
                  lock_stepping, locking, threshold, release_time, release_distance, start_height, snap_height, snap_keep,
-                 catch_up_height, swing_clearance, swing_lift, out_lift,
+                 catch_up_height, swing_clearance, swing_lift, out_lift, heel_off,
                  floor_on, has_floor, floor_heights, ik_on, reach, settling, settle_was_active, shown_before, settle_foot,
                  settle_progress, settle_start, settle_steps, rest_shift, stance, step_time, step_height, dt,
                  parents, offsets, up_path, down_order, contact_joints, legs, body, anchor, out_target, out_weight,
@@ -382,7 +426,8 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
             out_lift[b, :] = 0.0
         if ik_on:
             _within_reach(pos[b], legs, offsets, reach, goals, pull, out_target[b], out_active[b], settling[b],
-                          contact_joints, out_weight[b], out_offset[b], out_stepping[b], catch_up_height >= 0.0)
+                          contact_joints, out_weight[b], out_offset[b], out_stepping[b], catch_up_height >= 0.0,
+                          heel_off[b])
         any_constrained = False
         for s in range(slots):
             if floor_on and goals[s, 1] < floor_heights[s]:
@@ -472,7 +517,7 @@ def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, sm
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling=None, settle_state: settle.SettleState | None = None, shown_before=None,
-               rest_shift=None, stance=None, swing_lift=None) -> PlacedFeet:
+               rest_shift=None, stance=None, swing_lift=None, heel_off=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling` [B] bool, play the
     settling steps (`settle.settle_character`: stance [4, 3] placed under the hips moved by
     `rest_shift` [B, 2], the remaining root travel; `shown_before` [B, J, 3]: the pose shown last
@@ -503,7 +548,7 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                  float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
                  float(settings.swing_clearance) if settings.ik_enabled else 0.0,
                  np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, dtype=np.float64),
-                 out_lift,
+                 out_lift, np.ones(batch, dtype=bool) if heel_off is None else np.ascontiguousarray(heel_off, dtype=np.bool_),
                  bool(settings.floor_clamp) and has_floor, has_floor, floor,
                  bool(settings.ik_enabled), LEG_REACH, settling, settle_state.active,
                  pose.positions if shown_before is None else shown_before,

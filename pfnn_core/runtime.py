@@ -243,7 +243,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
                                 state.lock_stepping), settings,
-                      network.floor_heights, dt, network.plan, *settling, swing_lift=state.swing_lift)
+                      network.floor_heights, dt, network.plan, *settling, swing_lift=state.swing_lift,
+                      heel_off=(trajectory.gait[:, :, 2].max(axis=1) < 0.5) & ~commands.strafe)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],

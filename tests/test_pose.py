@@ -309,3 +309,23 @@ def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_mot
         assert landing[3, 1] - floor[3] == pytest.approx(0.03 - rate, abs=1e-3)
     _, lift = shown([0, 0, 0.3, 0.3], [0.1] * 4, (0.0, 0.002))
     assert lift[1] == 0.0
+
+
+def test_a_trailing_foot_out_of_reach_turns_its_heel_up_about_the_held_toe():
+    """Hip 0.85 m up, leg reach 0.87 m; toe pinned 0.40 m behind, the flat foot's ankle 0.15 m further
+    back: out of reach (0.95 m). The heel turns up about the toe by the least angle that brings the ankle within
+    reach (the foot's length kept); when that takes more than HEEL_OFF_MAX_TURN, no turn is offered."""
+    from pfnn_core.pose import HEEL_OFF_MAX_TURN, _heel_up_about_toe
+
+    hip, toe, ankle = np.array([0.0, 0.85, 0.0]), np.array([0.0, 0.04, -0.40]), np.array([0.0, 0.08, -0.55])
+    foot = np.linalg.norm(ankle - toe)
+    lifted, found = _heel_up_about_toe(tuple(ankle), tuple(toe), tuple(hip), 0.87)  # the kernel's 3-tuples
+    lifted = np.array(lifted)
+    assert found
+    assert np.linalg.norm(lifted - toe) == pytest.approx(foot)
+    assert np.linalg.norm(lifted - hip) == pytest.approx(0.87, abs=1e-5)  # just within reach
+    assert lifted[0] == pytest.approx(0.0) and lifted[1] > ankle[1] and lifted[2] > ankle[2]
+    turn = np.arctan2(lifted[1] - toe[1], toe[2] - lifted[2]) - np.arctan2(ankle[1] - toe[1], toe[2] - ankle[2])
+    assert 0.0 < turn <= HEEL_OFF_MAX_TURN
+    # a toe so far behind that even an upright foot is out of reach: no turn (the catch-up step takes over)
+    assert not _heel_up_about_toe((0.0, 0.08, -1.0), (0.0, 0.04, -0.85), tuple(hip), 0.87)[1]
