@@ -212,7 +212,7 @@ def _body_yaw(pos, legs):
 
 @njit
 def _settle_goals(b, pos, foot_pos, settle_was_active, shown_before, contact_joints, lock_target, settle_foot,
-                  settle_progress, settle_start, settle_steps, rest_shift, stance, floor, has_floor, snap_height, dt,
+                  settle_progress, settle_start, settle_steps, rest_shift, stance, floor, has_floor, dt,
                   step_time, step_height, anchor, legs, pins, targets, stepping, goals, out_target, out_weight,
                   out_active, out_offset, out_foot, out_progress, out_steps):
     """The feet of a settling character: pins and the step under way (`settle.settle_character`); the
@@ -220,11 +220,12 @@ def _settle_goals(b, pos, foot_pos, settle_was_active, shown_before, contact_joi
     mid-step lets the foot go relative to the body)."""
     slots = pins.shape[0]
     foot, progress, steps = settle_foot[b], settle_progress[b], settle_steps[b]
-    if not settle_was_active[b]:  # the first tick: pin the feet where they are shown
+    if not settle_was_active[b]:  # the first tick: pin the feet where they are shown (a pin above the
+        # floor comes down at `settle.LANDING_SPEED`; snapped at once, a foot dropped up to 3 cm in a frame)
         foot, progress, steps = -1, 0.0, 0
         for s in range(slots):
             point = mat3.load3(shown_before[b], contact_joints[s])
-            if has_floor and abs(point[1] - floor[s]) < snap_height:
+            if has_floor and point[1] < floor[s]:
                 point = (point[0], floor[s], point[2])
             mat3.store3(pins, s, point)
     else:
@@ -390,7 +391,7 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
         if settling[b]:
             _settle_goals(b, pos[b], foot_pos, settle_was_active, shown_before, contact_joints, lock_target,
                           settle_foot, settle_progress, settle_start, settle_steps, rest_shift, stance, floor_heights,
-                          has_floor, snap_height, dt, step_time, step_height, anchor, legs, pins, targets, stepping,
+                          has_floor, dt, step_time, step_height, anchor, legs, pins, targets, stepping,
                           goals, out_target, out_weight, out_active, out_offset, out_foot, out_progress, out_steps)
             for s in range(slots):
                 pull[s] = 1.0

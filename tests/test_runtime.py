@@ -540,3 +540,22 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
     steps_before, down_before = walk(False)
     assert steps_before >= 8 and steps_now == 0
     assert down_now > down_before + 0.03
+
+
+@shipped
+def test_a_stop_lets_a_lifted_foot_down_without_a_one_frame_drop():
+    """Stopping a side-step with a foot 2.4 cm above the floor: the settling steps pinned it where it was
+    shown and snapped it onto the floor in one frame (found by a visual review). Now it comes down at the
+    landing speed: no contact joint drops more than 1.5 cm in a frame over the stop's first 0.6 s."""
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    character = Character(checkpoint, settings)
+    heights = []
+    for tick in range(456):
+        t = tick * DT
+        move = [0.0, 0.0] if t < 1.0 or t >= 7.0 else ([1.0, 0.0] if t < 4.0 else [-1.0, 0.0])
+        state = character.tick(command_from_world_move(move, False, settings, facing=[0.0, 1.0]), DT)
+        if t >= 6.9:
+            heights.append(state.world_joint_pos[0, character.network.contact_joints, 1].copy())
+    drops = -np.diff(np.array(heights), axis=0)
+    assert drops.max() < 0.015
