@@ -190,12 +190,11 @@ def step_shown(foot, offset, weight, height):
 
 @njit
 def update_lock(target, weight, active, offset, foot, in_contact, release_time, dt, release_distance, floor_level,
-                start_height, snap_height, snap_keep, stepping=False, step_height=-1.0, displayed=(np.nan, 0.0, 0.0)):
+                start_height, snap_height, snap_keep, stepping=False, step_height=-1.0):
     """Advance one foot joint's pin by one tick; returns (target, weight, active, offset, shown, stepping).
 
     A pin starts when the contact output rises above its threshold while the joint is shown within
-    `start_height` of its floor level, at the joint's shown position (so it does not jump; `displayed`,
-    when given, is where the whole pose showed it last tick: an ankle held up by its pinned toe); a pin that
+    `start_height` of its floor level, at the joint's shown position (so it does not jump); a pin that
     starts within `snap_height` of the floor level is brought onto it (the gap shrinks by `snap_keep`
     per tick, then closes exactly); one held above the floor follows the network's joint down (its gap
     to the joint shrinking by `snap_keep` per tick), never up and never below the floor level. While the contact stays high the pin holds; it is never more than
@@ -220,9 +219,8 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
         return shown, 1.0, False, landed, shown, False
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
-    start = displayed if displayed[0] == displayed[0] else shown
-    if in_contact and not active and (not has_floor or start[1] - floor_level < start_height):
-        target, weight, active = start, 1.0, True
+    if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
+        target, weight, active = shown, 1.0, True
     if active and in_contact:
         if has_floor and foot[1] < target[1] and target[1] > floor_level:
             # a pin that started above the floor (a toe pinned while the heel strikes) comes down with the

@@ -405,9 +405,7 @@ def _feet_kernel(pos, rot, root_pos, root_yaw, contacts, lock_target, lock_weigh
                                          mat3.load3(lock_offset[b], s), foot, contacts[b, s] > threshold,
                                          release_time, dt, release_distance,
                                          floor_heights[s] if has_floor else no_floor,
-                                         start_height, snap_height, snap_keep, lock_stepping[b, s], catch_up_height,
-                                         mat3.load3(shown_before[b], contact_joints[s])
-                                         if s % 2 == 0 and lock_active[b, s + 1] else (np.nan, 0.0, 0.0))
+                                         start_height, snap_height, snap_keep, lock_stepping[b, s], catch_up_height)
                     mat3.store3(out_target[b], s, pin[0])
                     out_weight[b, s], out_active[b, s], out_stepping[b, s] = pin[1], pin[2], pin[5]
                     mat3.store3(out_offset[b], s, pin[3])

@@ -301,22 +301,3 @@ def test_a_held_toe_keeps_the_ankle_at_the_foot_length_from_it():
     np.testing.assert_allclose(pivot_on_toe(ankle, toe, length, 0.5),
                                0.5 * np.add(ankle, np.add(toe, length * direction)), atol=1e-12)
     assert pivot_on_toe(ankle, toe, length, 0.0) == ankle
-
-
-def test_a_new_pin_starts_where_the_joint_was_displayed_when_told():
-    """An ankle held up by its pinned toe (the foot turning about the toe) is displayed 2.3 cm above the
-    network's ankle; when its own contact starts, its pin starts there (then comes down onto the floor
-    level smoothly) instead of at the network's ankle: the heel slammed 2.3 cm in one frame at every
-    backward-walking step."""
-    from pfnn_core.ik import update_lock
-
-    floor, foot, displayed = 0.12, (0.0, 0.12, 0.0), (0.01, 0.143, 0.0)
-    common = dict(release_time=0.15, dt=1 / 60, release_distance=0.2, floor_level=floor, start_height=0.05,
-                  snap_height=0.03, snap_keep=0.5 ** (1 / 60 / 0.03))
-    fresh = ((0.0, 0.0, 0.0), 0.0, False, (0.0, 0.0, 0.0), foot, True)
-    pinned = update_lock(*fresh, **common, displayed=displayed)
-    assert pinned[2] and pinned[0][0] == pytest.approx(0.01)  # started at the displayed place...
-    assert floor < pinned[4][1] < displayed[1]  # ...and on its way down to the floor level
-    # it follows the network's ankle down (its gap to it x snap_keep), then the floor snap (x snap_keep)
-    assert pinned[4][1] - floor == pytest.approx(0.023 * common["snap_keep"] ** 2)
-    assert update_lock(*fresh, **common)[4] == pytest.approx(foot)  # without it: at the network's joint
