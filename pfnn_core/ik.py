@@ -197,8 +197,9 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
     `start_height` of its floor level, at the joint's shown position (so it does not jump); a pin that
     starts within `snap_height` of the floor level is brought onto it (the gap shrinks by `snap_keep`
     per tick, then closes exactly); one held above the floor follows the network's joint down (its gap
-    to the joint shrinking by `snap_keep` per tick), never up and never below the floor level. While the contact stays high the pin holds; it is never more than
-    `release_distance` (horizontally) from the network's foot. Past that distance the body has moved
+    to the joint shrinking by `snap_keep` per tick), never up and never below the floor level. While the
+    contact stays high the pin holds; it is never more than `release_distance` (horizontally) from the
+    network's foot. Past that distance the body has moved
     on and the network's foot is still planted under it (the data has no starts: at a start the network
     keeps its feet down while the root leaves): with `step_height` >= 0 the foot takes a CATCH-UP STEP
     (released relative to the body and lifted by `step_height`, `step_shown`, landing ahead of the

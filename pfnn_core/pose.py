@@ -248,6 +248,13 @@ def _settle_goals(b, pos, foot_pos, settle_was_active, shown_before, contact_joi
 
 
 @njit
+def _turned_about_toe(toe, back, length, pitch):
+    """The ankle at `length` from the toe, toward the horizontal unit `back`, pitched up by `pitch` (rad)."""
+    across = length * math.cos(pitch)
+    return mat3.add(toe, (back[0] * across, length * math.sin(pitch), back[2] * across))
+
+
+@njit
 def _heel_up_about_toe(ankle, toe, hip, longest):
     """The ankle turned up about the toe (in the vertical plane through both) by the least angle that
     brings it within `longest` of the hip: (ankle, found). Not found when that takes more than
@@ -259,21 +266,18 @@ def _heel_up_about_toe(ankle, toe, hip, longest):
         return ankle, False
     back = (arm[0] / flat, 0.0, arm[2] / flat)  # horizontal, from the toe toward the heel
     start = math.atan2(arm[1], flat)  # the foot's pitch now
-    low, high = start, 0.5 * math.pi
-    up = mat3.add(toe, (0.0, length, 0.0))
-    if mat3.length(mat3.sub(up, hip)) > longest:
+    if mat3.length(mat3.sub(_turned_about_toe(toe, back, length, 0.5 * math.pi), hip)) > longest:
         return ankle, False
-    for _ in range(20):
+    low, high = start, 0.5 * math.pi
+    for _ in range(20):  # bisection on the pitch: the ankle's distance to the hip falls as it rises
         mid = 0.5 * (low + high)
-        point = mat3.add(toe, (back[0] * length * math.cos(mid), length * math.sin(mid), back[2] * length * math.cos(mid)))
-        if mat3.length(mat3.sub(point, hip)) > longest:
+        if mat3.length(mat3.sub(_turned_about_toe(toe, back, length, mid), hip)) > longest:
             low = mid
         else:
             high = mid
     if high - start > HEEL_OFF_MAX_TURN:
         return ankle, False
-    return mat3.add(toe, (back[0] * length * math.cos(high), length * math.sin(high),
-                          back[2] * length * math.cos(high))), True
+    return _turned_about_toe(toe, back, length, high), True
 
 
 @njit
@@ -548,8 +552,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                  ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt)),
                  float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
                  float(settings.swing_clearance) if settings.ik_enabled else 0.0,
-                 np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, dtype=np.float64),
-                 out_lift, np.ones(batch, dtype=bool) if heel_off is None else np.ascontiguousarray(heel_off, dtype=np.bool_),
+                 np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, np.float64),
+                 out_lift, np.ones(batch, bool) if heel_off is None else np.ascontiguousarray(heel_off, np.bool_),
                  bool(settings.floor_clamp) and has_floor, has_floor, floor,
                  bool(settings.ik_enabled), LEG_REACH, settling, settle_state.active,
                  pose.positions if shown_before is None else shown_before,

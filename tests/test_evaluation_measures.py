@@ -190,7 +190,8 @@ def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
     ref = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, meta)
     floor, joints = ref.floor, ref.contact_joints
     own = {style: measures.pool_skating([measures.foot_skating(c.positions[:, joints], floor, c.dt)
-                                         for c in clips if c.style == style]).mean() for style in ("exhausted", "active")}
+                                         for c in clips if c.style == style]).mean()
+           for style in ("exhausted", "active")}
     assert ref.style_skating[("exhausted", "walk")] == pytest.approx(own["exhausted"])
     assert ref.style_skating[("active", "walk")] == pytest.approx(own["active"])
     assert own["exhausted"] > own["active"] + 0.08  # all their walks: 0.30 and 0.18 m/s
