@@ -215,9 +215,7 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
         if weight > 0.0:
             return target, weight, False, offset, shown, True
         landed = mat3.sub(shown, foot)  # = -CATCH_UP_LEAD x offset: it fades out if the contact has ended
-        if in_contact:
-            return shown, 1.0, True, landed, shown, False
-        return shown, 1.0, False, landed, shown, False
+        return shown, 1.0, in_contact, landed, shown, False
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
     if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):

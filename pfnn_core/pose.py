@@ -500,7 +500,7 @@ class PlacedFeet:
     locks: ik.FootLocks  # [B, 4] pins of the contact joints
     settle: settle.SettleState  # [B] the settling steps
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when a position is not finite)
-    swing_lift: np.ndarray = None  # [B, 2] m: each foot's swing lift (`settings.swing_clearance`)
+    swing_lift: np.ndarray  # [B, 2] m: each foot's swing lift (`settings.swing_clearance`)
 
 
 def pose_from_prediction(root_pos, root_yaw, joint_rot6, joint_pos, previous, smoothing: float, dt: float,

@@ -70,9 +70,9 @@ def summary_text(rows: list[Row]) -> str:
 def write_report(path: Path, rows: list[Row], header: dict, plots: list[Path]) -> None:
     lines = ["# Motion-quality report", "",
              "Two subjects: **network** is the bare network (root motion, turning and phase from its own outputs; "
-             "no command blending, drift correction, stand scaling, start priming, foot locks, catch-up steps, IK or floor "
-             "clamp); **runtime** is "
-             "everything as shipped. Measures and targets: docs/EVALUATION.md.", ""]
+             "no command blending, drift correction, stand scaling, start priming, foot locks, catch-up steps, "
+             "swing lift, IK or floor clamp); **runtime** is everything as shipped. Measures and targets: "
+             "docs/EVALUATION.md.", ""]
     lines += [f"- {key}: {value}" for key, value in header.items()]
     lines += [f"- {line}" for line in summary_text(rows).splitlines()]
     lines += ["", report_table(rows), "", "## Plots", ""]
