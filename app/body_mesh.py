@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core.quat import quat_between, quat_from_yaw, quat_mul, quat_mul_vec, quat_to_matrix
+from pfnn_core.math.quat import quat_between, quat_from_yaw, quat_mul, quat_mul_vec, quat_to_matrix
 
 BODY_MESH_VERSION = 1  # part of the cache key: bump it when the generator changes its output
 INFLUENCES = 4  # joints per vertex
@@ -751,7 +751,7 @@ def skin_vertices(mesh: BodyMesh, matrices: np.ndarray) -> tuple[np.ndarray, np.
 
 def rotation_plan(rig: Rig):
     """What fitting rotations to a positions-only rig needs (`pfnn_core.pose.skeleton_plan` without names)."""
-    from pfnn_core.pose import skeleton_plan
+    from pfnn_core.runtime.pose import skeleton_plan
 
     parents = np.asarray(rig.parents)
     return skeleton_plan(None, parents, rig.offsets, anchor=int(np.flatnonzero(parents < 0)[0]))
@@ -762,7 +762,7 @@ def rotations_from_positions(rig: Rig, positions: np.ndarray, fit=None) -> np.nd
     `rig_from_positions`): each bone swung from its reference direction onto its current one, a joint
     with several children turned to fit all of them, leaves turned with their parents. `fit`:
     `rotation_plan(rig)`, made once by callers that run every frame."""
-    from pfnn_core.pose import fit_rotations_to_positions
+    from pfnn_core.runtime.pose import fit_rotations_to_positions
 
     parents = np.asarray(rig.parents)
     positions = np.asarray(positions, np.float64)

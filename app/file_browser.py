@@ -12,7 +12,7 @@ from pathlib import Path
 
 from imgui_bundle import imgui
 
-from pfnn_core.bvh import is_bvh_path
+from pfnn_core.motion.bvh import is_bvh_path
 
 RECENT_COUNT = 8
 DIM_COLOUR = (0.65, 0.68, 0.74, 1.0)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.keys import action_for_button, gamepad_axes, held_keys
-from pfnn_core.controller import clamp_stick, stick_from_keys
+from pfnn_core.runtime.command import clamp_stick, stick_from_keys
 
 MOVE_KEYS = {"up": held_keys("move_forward"), "down": held_keys("move_back"), "left": held_keys("move_left"),
              "right": held_keys("move_right")}

@@ -56,8 +56,8 @@ class LiveSource:
 
     @classmethod
     def from_checkpoint(cls, path, settings, crowd: int = 1) -> "LiveSource":
-        from pfnn_core.checkpoint import load_checkpoint
-        from pfnn_core.runtime import Character
+        from pfnn_core.models.checkpoint import load_checkpoint
+        from pfnn_core.runtime.character import Character
 
         checkpoint = load_checkpoint(path)
         settings.apply_style(checkpoint.meta, None)  # the default style's full-stick speeds
@@ -66,7 +66,7 @@ class LiveSource:
 
     def swap_model(self, path) -> None:
         """Hot swap: the characters keep their place, heading and trajectory."""
-        from pfnn_core.checkpoint import load_checkpoint
+        from pfnn_core.models.checkpoint import load_checkpoint
 
         checkpoint = load_checkpoint(path)
         self.character.swap_model(checkpoint)

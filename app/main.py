@@ -108,7 +108,7 @@ class Viewer:
         from app.renderer import Renderer
         from app.transport import StateHistory
         from app.ui import ViewerState, apply_style
-        from pfnn_core.timestep import FixedTimestep
+        from pfnn_core.runtime.timestep import FixedTimestep
 
         self.window = create_window(width, height, visible=visible, vsync=vsync)
         self.ctx = attach_moderngl(self.window)
@@ -153,7 +153,7 @@ class Viewer:
     def _load_initial(self, model_path, bvh_path) -> None:
         from app.paths import BUNDLED_BVH
         from app.puppet import PuppetSource
-        from pfnn_core import bvh
+        from pfnn_core.motion import bvh
 
         self.live_source = PuppetSource()
         if model_path:
@@ -177,7 +177,7 @@ class Viewer:
         from app.live import LiveSource
         from app.messages import failure_message
         from app.style_panel import style_panel_for
-        from pfnn_core.settings import RuntimeSettings
+        from pfnn_core.runtime.settings import RuntimeSettings
 
         text = str(path).strip()
         try:
@@ -336,7 +336,7 @@ class Viewer:
 
     def _script_style(self, segment) -> None:
         """A script segment's style, once when the segment starts (the keys and panel may change it after)."""
-        from pfnn_core.drive import ScriptError, style_weights
+        from pfnn_core.drive.cli import ScriptError, style_weights
 
         if segment.style is None or segment is self.styled_segment:
             return
@@ -384,11 +384,11 @@ class Viewer:
 
     def current_command(self):
         from app.input import InputFrame
-        from pfnn_core.controller import command_from_stick
+        from pfnn_core.runtime.command import command_from_stick
 
         settings = self.state.settings
         if self.script is not None:
-            from pfnn_core.drive import command_for
+            from pfnn_core.drive.cli import command_for
 
             segment = self.script.segment_at(self.sim_time)
             self._script_style(segment)
@@ -723,8 +723,9 @@ class Viewer:
     def fly_camera(self, real_dt: float) -> None:
         """Free fly: the held movement keys while the right button is down; the gamepad's left stick
         flies whenever the camera is free (the character then stands)."""
-        from app.input import keyboard_frame
         from pyglet.window import key
+
+        from app.input import keyboard_frame
 
         move, up = np.zeros(2), 0.0
         if self.flying():
@@ -793,7 +794,6 @@ class Viewer:
 
     def render_scene(self, frames) -> None:
         from app.overlays import build_overlays
-
         from app.ui import PANEL_WIDTH
 
         self.window.switch_to()
@@ -902,7 +902,7 @@ def main(argv=None) -> int:
         return 2
     script = None
     if args.script:
-        from pfnn_core.drive import ScriptError, load_script
+        from pfnn_core.drive.cli import ScriptError, load_script
 
         try:
             script = load_script(args.script)
@@ -930,7 +930,7 @@ def main(argv=None) -> int:
 
 def script_style_error(script, viewer: Viewer) -> str:
     """Why a script's segment styles do not suit the running model ('' when they do)."""
-    from pfnn_core.drive import ScriptError, style_weights
+    from pfnn_core.drive.cli import ScriptError, style_weights
 
     live = viewer._styled_live()
     for index, segment in enumerate(script.segments):

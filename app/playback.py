@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from app.scene import SceneFrame, lerp_phase
+from pfnn_core.motion.gait_labels import gait_labels
 
 PAST_SECONDS = 1.0
 FUTURE_OFFSETS_S = np.arange(1, 7) * 10 / 60.0  # +10..+60 sim frames, as the runtime's trajectory
@@ -39,14 +40,14 @@ class PlaybackClip:
 def load_clip(path) -> PlaybackClip:
     """Load a BVH file into a clip, labelled by the same code as the training data (root frames,
     contacts, phase). Raises ValueError (bvh.BVHError) or OSError on a bad file."""
-    from pfnn_core import bvh, features
-    from pfnn_core.quat import quat_unroll
+    from pfnn_core.math.quat import quat_unroll
+    from pfnn_core.motion import bvh
 
     motion = bvh.load(str(path))
     if motion.num_frames < 1:
         raise ValueError(f"{path}: no frames")
     try:
-        labels = features.clip_labels(motion)
+        labels = gait_labels(motion)
     except ValueError:
         # A skeleton without recognisable feet plays without contacts and phase, rooted at its root joint.
         joint_pos = motion.global_positions()

@@ -1,5 +1,5 @@
 """Record the live character to BVH: local poses captured every tick, written on the training
-skeleton (`pfnn_core.drive.motion_from_poses` + `bvh.save`) so the file opens in any BVH tool."""
+skeleton (`pfnn_core.drive.cli.motion_from_poses` + `bvh.save`) so the file opens in any BVH tool."""
 
 from pathlib import Path
 
@@ -33,8 +33,8 @@ class Recorder:
         del self.local_rotations[frame_count:], self.root_translations[frame_count:]
 
     def save(self, path) -> Path:
-        from pfnn_core import bvh
-        from pfnn_core.drive import motion_from_poses
+        from pfnn_core.drive.cli import motion_from_poses
+        from pfnn_core.motion import bvh
 
         if not self.local_rotations:
             raise ValueError("nothing recorded")

@@ -20,12 +20,19 @@ from pathlib import Path
 import moderngl
 import numpy as np
 
-from app.body_mesh import (BodyModel, Rig, load_or_build_body, rig_from_positions, rotation_plan, rotations_from_positions,
-                           skinning_matrices)
+from app.body_mesh import (
+    BodyModel,
+    Rig,
+    load_or_build_body,
+    rig_from_positions,
+    rotation_plan,
+    rotations_from_positions,
+    skinning_matrices,
+)
 from app.camera import OrbitCamera, gl_bytes
 from app.overlays import OverlayGeometry
 from app.scene import SceneFrame, drawn_bones, drawn_joints
-from pfnn_core.contacts import joint_side
+from pfnn_core.skeleton import joint_side
 
 SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
 VIEW_MODES = ("mesh", "capsules", "skeleton")

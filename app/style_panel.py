@@ -15,7 +15,7 @@ from imgui_bundle import imgui
 
 from app import keys
 from app.path_fields import remember_rect
-from pfnn_core.inspect import MIN_STYLE_MINUTES
+from pfnn_core.data.inspector import MIN_STYLE_MINUTES
 
 DIM_COLOUR = imgui.ImVec4(0.65, 0.68, 0.74, 1.0)
 LITTLE_DATA_COLOUR = imgui.ImVec4(0.98, 0.66, 0.30, 1.0)

@@ -16,14 +16,14 @@ from imgui_bundle import imgui, implot
 
 from app import keys, messages, paths
 from app.camera import CAMERA_MODES
-from app.file_browser import BrowserState, RecentFolders, browser_window
 from app.editor_panel import EditorPanel, editor_section
+from app.file_browser import BrowserState, RecentFolders, browser_window
 from app.overlays import phase_dial_outline
-from app.renderer import VIEW_MODES
 from app.path_fields import apply_choice, path_field, remember_rect
+from app.renderer import VIEW_MODES
 from app.style_panel import StylePanel, style_section
 from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
-from pfnn_core.settings import RuntimeSettings, tunable_fields
+from pfnn_core.runtime.settings import RuntimeSettings, tunable_fields
 
 ERROR_COLOUR = (1.0, 0.42, 0.38, 1.0)
 OK_COLOUR = (0.45, 0.9, 0.55, 1.0)

@@ -15,7 +15,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pfnn_core import bvh  # noqa: E402
+from pfnn_core.motion import bvh  # noqa: E402
 
 
 def motion_numbers(data: bytes) -> bytes:

@@ -17,8 +17,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pfnn_core import bvh, edit, features  # noqa: E402
+from pfnn_core import edit  # noqa: E402
+from pfnn_core.data.statistics import floor_heights
 from pfnn_core.evaluation import measures  # noqa: E402
+from pfnn_core.motion import bvh
 
 DATA = ROOT / "assets" / "bvh" / "bandai-namco-ds2"
 FPS = 60.0
@@ -64,7 +66,7 @@ def walking_figure() -> float:
     """The mocap's walking skating with the editor's (the evaluation's) measure and floor."""
     clips = [edit.prepare_clip(bvh.load(path), FPS) for path in sorted(DATA.glob("dataset-2_walk_normal_*.bvh.gz"))]
     feet = clips[0].labels.contact_joints
-    floor = features.floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts) for c in clips])
+    floor = floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts) for c in clips])
     return measures.pool_skating([measures.foot_skating(c.labels.global_positions[:, feet], floor, 1.0 / FPS)
                                   for c in clips]).mean()
 

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from pfnn_core.features import make_layouts
-from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.features.layout import make_layouts
+from pfnn_core.models.pfnn import PFNN, ModelConfig
 
 
 class ReferenceEinsumPFNN(PFNN):

@@ -36,12 +36,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from pfnn_core import bvh, features  # noqa: E402
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
-from pfnn_core.controller import command_from_world_move  # noqa: E402
-from pfnn_core.model import PFNN, ModelConfig  # noqa: E402
-from pfnn_core.phase import stride_statistics  # noqa: E402
-from pfnn_core.runtime import Character  # noqa: E402
+from pfnn_core.features.layout import make_layouts
+from pfnn_core.features.samples import clip_features
+from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from pfnn_core.models.pfnn import PFNN, ModelConfig  # noqa: E402
+from pfnn_core.motion import bvh  # noqa: E402
+from pfnn_core.motion.phase import stride_statistics  # noqa: E402
+from pfnn_core.runtime.character import Character  # noqa: E402
+from pfnn_core.runtime.command import command_from_world_move  # noqa: E402
+from pfnn_core.skeleton import skeleton_dict
 from pfnn_core.threads import set_thread_counts  # noqa: E402
 
 DT = 1.0 / 60.0
@@ -60,12 +63,12 @@ while time.time() < end:
 
 def random_checkpoint(folder: Path, phase_function: str, hidden: int) -> Path:
     motion = bvh.load(CLIP)
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts)
+    layouts = make_layouts(motion.num_joints)
+    clip = clip_features(motion, layouts)
     norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
     torch.manual_seed(0)
     model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=hidden, phase_function=phase_function))
-    meta = {"skeleton": features.skeleton_dict(motion),
+    meta = {"skeleton": skeleton_dict(motion),
             "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
             "gait_speeds": {"walk": 1.2, "run": 3.4}}
     return save_checkpoint(folder / f"random_{phase_function}_{hidden}.safetensors", model, layouts, norm, meta)
@@ -157,7 +160,7 @@ def section_modes(label, path):
         return predict(x, phase, style, mode)
 
     network.predict = recorded
-    from pfnn_core.drive import command_for, load_script
+    from pfnn_core.drive.cli import command_for, load_script
 
     script = load_script(SCRIPT)
     for tick in range(int(script.duration / DT)):
@@ -170,7 +173,7 @@ def section_modes(label, path):
     print(f"\n### Phase-binned network modes against the exact network: {label} ({len(x)} ticks of {script.name})\n")
     print("| mode | bins | mean abs error / output std | max | joint positions: mean / max error (mm) |")
     print("|---|---|---|---|---|")
-    from pfnn_core.network import CONSTANT_BINS, LINEAR_BINS
+    from pfnn_core.models.pfnn_network import CONSTANT_BINS, LINEAR_BINS
 
     for mode, bins in (("linear", LINEAR_BINS), ("constant", CONSTANT_BINS)):
         error = np.abs(predict(x, phase, mode=mode) - exact)

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pfnn_core.data.build import build_training_data
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -56,16 +58,15 @@ def _anonymous_mib() -> float:
 # --- what each worker process measures ------------------------------------------------------------------
 
 def worker_build(args) -> dict:
-    from pfnn_core import features
 
     started = time.perf_counter()
-    data = features.build_training_data(args.data, cache_dir=args.cache_dir, workers=args.workers)
+    data = build_training_data(args.data, cache_dir=args.cache_dir, workers=args.workers)
     return {"seconds": time.perf_counter() - started, "cache": data.summary.get("cache"),
             "clips": len(data.clip_names), "minutes": data.summary.get("minutes"), "samples": len(data.x)}
 
 
 def _config(args):
-    from pfnn_core.train import TrainConfig
+    from pfnn_core.training.train import TrainConfig
 
     return TrainConfig(data=args.data, out=str(Path(args.out_dir) / "bench.safetensors"), epochs=1000,
                        patience=1000, batch_size=args.batch_size, hidden_size=args.hidden, device="cpu",
@@ -76,7 +77,7 @@ def worker_first_batch(args) -> dict:
     """A cached start: dataset from the cache, split, normalisation, tensors, up to the first batch."""
     import threading
 
-    from pfnn_core.train import train
+    from pfnn_core.training.train import train
 
     started = time.perf_counter()
     first = {}
@@ -95,8 +96,8 @@ def worker_train(args) -> dict:
     """Samples per second over `steps` optimizer steps after `warmup` (rank 0 reports; all ranks stop)."""
     import threading
 
-    from pfnn_core import distributed
-    from pfnn_core.train import train
+    from pfnn_core.training import distributed
+    from pfnn_core.training.train import train
 
     context = distributed.setup("cpu")
     config = _config(args)
@@ -125,7 +126,7 @@ def worker_train(args) -> dict:
 def worker_memory_tensors(args) -> dict:
     import torch
 
-    from pfnn_core.train import _split_and_norm, _to_device, load_training_data
+    from pfnn_core.training.train import _split_and_norm, _to_device, load_training_data
 
     config = _config(args)
     data = load_training_data(config)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from app.main import DEFAULT_MODEL, SIM_DT, Viewer  # noqa: E402
-from pfnn_core.drive import parse_script  # noqa: E402
+from pfnn_core.drive.cli import parse_script  # noqa: E402
 
 PASSES = ("prepare", "shadow_pass", "background", "characters", "overlays")
 

@@ -6,12 +6,17 @@ any 3D is drawn bounds what the full frame can reach.
 
     python benchmarks/bench_viewer_floor.py
 """
-import os, sys, time
+import os
+import sys
+import time
+
 os.environ["PYGLET_HEADLESS"] = "true"; os.environ.setdefault("PYOPENGL_PLATFORM", "egl"); os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from pathlib import Path
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from app.main import Viewer, SIM_DT, DEFAULT_MODEL
-from pfnn_core.drive import parse_script
+from app.main import DEFAULT_MODEL, SIM_DT, Viewer
+from pfnn_core.drive.cli import parse_script
+
 v = Viewer(1280, 720, model_path=str(DEFAULT_MODEL), visible=False, vsync=False)
 v.state.view_mode = "capsules"
 v.script = parse_script({"segments": [{"duration": 1e6, "move": [0.28, 0.96]}]})

@@ -5,15 +5,35 @@ import sys
 from pfnn_core.editing.build import build, export
 from pfnn_core.editing.cli import EXIT_BAD_INPUT, main
 from pfnn_core.editing.clips import PreparedClip, load_clips, load_motion, prepare_clip
-from pfnn_core.editing.document import (DEFAULT_FPS, DEFAULT_SEARCH_S, DEFAULT_TRANSITION_S, KINDS, MATCHES,
-                                        EditError, EditList, Piece, edit_list_dict, load_edit_list,
-                                        parse_edit_list, piece_path, save_edit_list)
+from pfnn_core.editing.document import (
+    DEFAULT_FPS,
+    DEFAULT_SEARCH_S,
+    DEFAULT_TRANSITION_S,
+    KINDS,
+    MATCHES,
+    EditError,
+    EditList,
+    Piece,
+    edit_list_dict,
+    load_edit_list,
+    parse_edit_list,
+    piece_path,
+    save_edit_list,
+)
 from pfnn_core.editing.feet import contact_runs, plant_feet, planted_foot_goals
-from pfnn_core.editing.joins import (SPRING_RATE, alignment, clip_pose, crossfade, inertialize, offset_decay,
-                                     placement_joint, splice)
+from pfnn_core.editing.joins import (
+    SPRING_RATE,
+    alignment,
+    clip_pose,
+    crossfade,
+    inertialize,
+    offset_decay,
+    placement_joint,
+    splice,
+)
 from pfnn_core.editing.matching import JoinMatch, match_join, match_joins, piece_frames
 from pfnn_core.editing.report import EditResult, JoinResult, PieceResult
-from pfnn_core.phase import phase_distance
+from pfnn_core.motion.phase import phase_distance
 
 __all__ = [
     "DEFAULT_FPS", "DEFAULT_SEARCH_S", "DEFAULT_TRANSITION_S", "EXIT_BAD_INPUT", "KINDS", "MATCHES", "SPRING_RATE",

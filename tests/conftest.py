@@ -9,6 +9,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pytest
 
+from pfnn_core.features.layout import make_layouts
+from pfnn_core.features.samples import clip_features
+from pfnn_core.skeleton import skeleton_dict
+
 ROOT = Path(__file__).resolve().parents[1]
 BVH_DIR = ROOT / "assets" / "bvh" / "bandai-namco-ds2"
 DEFAULT_MODEL = ROOT / "assets" / "models" / "default.safetensors"
@@ -37,7 +41,7 @@ def bvh_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def bundled_bvh_files() -> list[Path]:
-    from pfnn_core import bvh
+    from pfnn_core.motion import bvh
 
     return bvh.find_files(BVH_DIR)
 
@@ -48,17 +52,16 @@ def make_random_checkpoint(motion, path, extra_meta=None, hidden_size=32) -> Pat
     import numpy as np
     import torch
 
-    from pfnn_core import features
-    from pfnn_core.checkpoint import save_checkpoint
-    from pfnn_core.model import PFNN, ModelConfig
-    from pfnn_core.phase import stride_statistics
+    from pfnn_core.models.checkpoint import save_checkpoint
+    from pfnn_core.models.pfnn import PFNN, ModelConfig
+    from pfnn_core.motion.phase import stride_statistics
 
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts)
+    layouts = make_layouts(motion.num_joints)
+    clip = clip_features(motion, layouts)
     norm = (clip.x.mean(0), np.maximum(clip.x.std(0), 1e-3), clip.y.mean(0), np.maximum(clip.y.std(0), 1e-3))
     torch.manual_seed(0)
     model = PFNN(ModelConfig(clip.x.shape[1], clip.y.shape[1], hidden_size=hidden_size))
-    meta = {"skeleton": features.skeleton_dict(motion),
+    meta = {"skeleton": skeleton_dict(motion),
             "stride": stride_statistics(clip.cycle_speeds, clip.stride_lengths),
             "gait_speeds": {"walk": 1.2, "run": 3.4}, **(extra_meta or {})}
     return save_checkpoint(path, model, layouts, norm, meta)
@@ -66,7 +69,7 @@ def make_random_checkpoint(motion, path, extra_meta=None, hidden_size=32) -> Pat
 
 @pytest.fixture(scope="session")
 def walk_motion():
-    from pfnn_core import bvh
+    from pfnn_core.motion import bvh
 
     return bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh.gz")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfnn_core import bvh
-from pfnn_core.quat import quat_from_euler
+from pfnn_core.math.quat import quat_from_euler
+from pfnn_core.motion import bvh
 
 TINY = Path(__file__).parent / "data" / "tiny.bvh"
 
@@ -236,7 +236,7 @@ def test_missing_file_is_file_not_found(tmp_path):
 
 def test_scale_detection_ignores_the_pose_of_the_first_frame(tmp_path):
     """A curled-up first frame (as a generated motion may start) must not change the detected unit."""
-    from pfnn_core.quat import quat_from_angle_axis
+    from pfnn_core.math.quat import quat_from_angle_axis
     motion = bvh.load(Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz")
     rng = np.random.default_rng(0)
     axes = rng.normal(size=(motion.num_joints, 3))

@@ -10,8 +10,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from pfnn_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from pfnn_core.models.pfnn import PFNN, ModelConfig
 
 IN, OUT = 10, 6
 

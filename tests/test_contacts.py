@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from pfnn_core.contacts import filter_blips, foot_contacts, foot_joints, joint_side
+from pfnn_core.motion.contacts import filter_blips, foot_contacts
+from pfnn_core.skeleton import foot_joints, joint_side
 
 BUNDLED = ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head", "Shoulder_L", "UpperArm_L", "LowerArm_L",
            "Hand_L", "Shoulder_R", "UpperArm_R", "LowerArm_R", "Hand_R", "UpperLeg_L", "LowerLeg_L", "Foot_L",

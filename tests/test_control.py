@@ -1,10 +1,20 @@
 import numpy as np
 import pytest
 
-from pfnn_core.control import (PRIMING_RAMP, START_SHAPE, DriftErrors, advance_phase_by_network,
-                               advance_phase_by_speed, correct_drift, move_amount, primed_past, root_motion, speed_warp,
-                               stand_amount)
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.runtime.root_motion import (
+    PRIMING_RAMP,
+    START_SHAPE,
+    DriftErrors,
+    advance_phase_by_network,
+    advance_phase_by_speed,
+    correct_drift,
+    move_amount,
+    primed_past,
+    root_motion,
+    speed_warp,
+    stand_amount,
+)
+from pfnn_core.runtime.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
 

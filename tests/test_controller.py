@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pfnn_core.controller import command_from_stick, command_from_world_move, full_stick_speed, stick_from_keys
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.runtime.command import command_from_stick, command_from_world_move, full_stick_speed, stick_from_keys
+from pfnn_core.runtime.settings import RuntimeSettings
 
 
 def test_stick_from_keys():

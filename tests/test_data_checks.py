@@ -8,13 +8,14 @@ import logging
 
 import numpy as np
 import pytest
-
-from pfnn_core import bvh, data_checks, features
-from pfnn_core import inspect as inspect_module
-from pfnn_core import train as train_module
-from pfnn_core.kinematics import resample
-
 from conftest import BVH_DIR
+
+from pfnn_core.data import checks
+from pfnn_core.data import inspector as inspect_module
+from pfnn_core.data.build import build_training_data
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import resample
+from pfnn_core.training import train as train_module
 
 LEFT_LEG, RIGHT_LEG = slice(14, 18), slice(18, 22)
 
@@ -43,7 +44,7 @@ def bad_set(tmp_path_factory, walk_motion):
     jittery.positions[:, 1, 1] += 0.05 * ((np.arange(walk.num_frames) // 2) % 2)  # 5 cm up and down at 7.5 Hz
     bvh.save(jittery, folder / "jittery.bvh")
     order = list(range(14)) + list(range(18, 22)) + list(range(14, 18))  # the right leg written first
-    reordered = data_checks.reorder_joints(walk, [walk.names[j] for j in order])
+    reordered = checks.reorder_joints(walk, [walk.names[j] for j in order])
     bvh.save(reordered, folder / "reordered.bvh")
     bvh.save(resample(walk, 60), folder / "walk_60fps.bvh")
 
@@ -61,8 +62,8 @@ def test_the_build_names_each_bad_file(bad_set, caplog):
     folder, _ = bad_set
     files = [p for p in bvh.find_files(folder) if p.name != "short.bvh"]
     with caplog.at_level(logging.WARNING):
-        data = features.build_training_data(files, mirror=False)
-    findings = [data_checks.Finding.from_dict(item) for item in data.summary["findings"]]
+        data = build_training_data(files, mirror=False)
+    findings = [checks.Finding.from_dict(item) for item in data.summary["findings"]]
     assert any("reference pose" in m for m in messages_about(findings, "tpose_first_frame.bvh"))
     assert any("no foot contacts detected on either foot" in m for m in messages_about(findings, "sliding.bvh"))
     assert any("fragmented contacts" in m for m in messages_about(findings, "jittery.bvh"))
@@ -78,11 +79,11 @@ def test_repairs_give_the_clean_clips_samples(bad_set):
     folder, clean_tail = bad_set
     walk, reordered, tpose = folder / "walk.bvh", folder / "reordered.bvh", folder / "tpose_first_frame.bvh"
     assert bvh.load(reordered).names != bvh.load(walk).names  # the file really lists its joints in another order
-    pair = features.build_training_data([walk, reordered], mirror=True)
+    pair = build_training_data([walk, reordered], mirror=True)
     first, second = pair.clip == 0, pair.clip == 1
     assert np.array_equal(pair.x[first], pair.x[second]) and np.array_equal(pair.y[first], pair.y[second])
-    dropped = features.build_training_data([tpose], mirror=False)
-    clean = features.build_training_data([clean_tail / "walk_from_frame_1.bvh"], mirror=False)
+    dropped = build_training_data([tpose], mirror=False)
+    clean = build_training_data([clean_tail / "walk_from_frame_1.bvh"], mirror=False)
     np.testing.assert_allclose(dropped.x, clean.x, atol=1e-5)
     np.testing.assert_allclose(dropped.y, clean.y, atol=1e-5)
 
@@ -92,7 +93,7 @@ def test_files_that_cannot_be_trained_on_are_all_listed(bad_set, tmp_path):
     broken = tmp_path / "broken.bvh"
     broken.write_text("HIERARCHY\nROOT Hips\n{\n")
     with pytest.raises(ValueError) as raised:
-        features.build_training_data([folder / "walk.bvh", folder / "short.bvh", broken], mirror=False)
+        build_training_data([folder / "walk.bvh", folder / "short.bvh", broken], mirror=False)
     message = str(raised.value)
     assert message.startswith("2 problems stop training")
     assert "short.bvh: clip too short to window (0.30 s < 0.5 s)" in message and "broken.bvh" in message
@@ -142,16 +143,16 @@ def test_clean_bundled_clips_of_every_kind_raise_nothing(bvh_dir):
 def test_reorder_keeps_a_different_hierarchy_for_the_skeleton_check(walk_motion):
     names = list(walk_motion.names)
     child_first = names[:14] + [names[15], names[14]] + names[16:]  # LowerLeg_L before its parent
-    assert data_checks.reorder_joints(walk_motion, child_first) is walk_motion
-    assert data_checks.reorder_joints(walk_motion, names) is walk_motion
-    assert data_checks.reorder_joints(walk_motion, names[:-1] + ["Other"]) is walk_motion
+    assert checks.reorder_joints(walk_motion, child_first) is walk_motion
+    assert checks.reorder_joints(walk_motion, names) is walk_motion
+    assert checks.reorder_joints(walk_motion, names[:-1] + ["Other"]) is walk_motion
 
 
 def test_output_path_checks(tmp_path):
-    assert data_checks.output_findings(tmp_path / "new" / "folder" / "m.safetensors") == []
+    assert checks.output_findings(tmp_path / "new" / "folder" / "m.safetensors") == []
     assert (tmp_path / "new" / "folder").is_dir()
-    [finding] = data_checks.output_findings(tmp_path)
+    [finding] = checks.output_findings(tmp_path)
     assert finding.severity == "error" and "is a folder" in finding.message
     (tmp_path / "f").write_text("")
-    [finding] = data_checks.output_findings(tmp_path / "f" / "m.safetensors")
+    [finding] = checks.output_findings(tmp_path / "f" / "m.safetensors")
     assert finding.file == str(tmp_path / "f" / "m.safetensors") and "cannot write the model there" in finding.message

@@ -11,13 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
-from pfnn_core import bvh, dataset_cache, features
-from pfnn_core import train as train_module
-from pfnn_core.features import FeatureLayout, ModelLayout, TrainingData, build_training_data
-from pfnn_core.labels import LabelRule
-
 from test_train import synthetic_data
+
+from pfnn_core.data import dataset_cache
+from pfnn_core.data.build import build_training_data
+from pfnn_core.data.dataset import TrainingData
+from pfnn_core.data.labels import LabelRule
+from pfnn_core.data.normalise import normalisation
+from pfnn_core.features.layout import FeatureLayout, ModelLayout
+from pfnn_core.motion import bvh
+from pfnn_core.training import train as train_module
 
 CLIPS = ("dataset-2_walk_normal_001", "dataset-2_run_normal_001", "dataset-2_raise-up-both-hands_normal_001")
 
@@ -167,7 +170,7 @@ def test_parallel_build_equals_the_serial_build(tmp_path, bvh_dir):
 
 def test_rows_normalised_on_demand_equal_a_normalised_copy():
     data = synthetic_data(styles=3)
-    norm = features.normalisation(data)
+    norm = normalisation(data)
     on_demand = train_module._to_device(data, norm, torch.device("cpu"), on_demand=True)
     copied = train_module._to_device(data, norm, torch.device("cpu"), on_demand=False)
     assert isinstance(on_demand.x, dataset_cache.NormalisedRows) and isinstance(copied.x, torch.Tensor)
@@ -186,11 +189,11 @@ def test_rows_normalised_on_demand_equal_a_normalised_copy():
 def test_chunked_normalisation_equals_numpy():
     data = synthetic_data()
     rows = np.arange(0, len(data.x), 2)
-    one_chunk = features.normalisation(data, rows)
+    one_chunk = normalisation(data, rows)
     x = data.x[rows].astype(np.float64)
     assert np.array_equal(one_chunk[0], x.mean(0).astype(np.float32))  # one chunk: numpy's numbers exactly
     assert np.array_equal(one_chunk[1], np.maximum(x.std(0), 1e-3).astype(np.float32))
-    chunked = features.normalisation(data, rows, chunk_rows=37)
+    chunked = normalisation(data, rows, chunk_rows=37)
     for ours, numpy_value in zip(chunked, one_chunk):
         np.testing.assert_allclose(ours, numpy_value, rtol=1e-5, atol=1e-7)
 
@@ -229,5 +232,5 @@ def test_values_derived_from_a_cached_set_are_computed_once(clip_folder, tmp_pat
     config = train_module.TrainConfig(val_fraction=0.34, seed=2)
     for data in (cached, again, uncached):
         rows, _, norm = train_module._split_and_norm(data, config)
-        expected = features.normalisation(uncached, rows)
+        expected = normalisation(uncached, rows)
         assert all(np.array_equal(a, b) for a, b in zip(norm, expected))

@@ -24,14 +24,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
-from pfnn_core import checkpoint as checkpoint_module
-from pfnn_core import distributed
-from pfnn_core import train as train_module
-from pfnn_core.checkpoint import load_checkpoint
-from pfnn_core.train import TrainConfig, train
-
 from test_train import synthetic_data, tiny_config
+
+from pfnn_core.models import checkpoint as checkpoint_module
+from pfnn_core.models.checkpoint import load_checkpoint
+from pfnn_core.training import distributed
+from pfnn_core.training import train as train_module
+from pfnn_core.training.train import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180
@@ -221,7 +220,7 @@ def test_pfnn_train_under_torchrun_stops_on_ctrl_c_with_a_resumable_checkpoint(t
     out = tmp_path / "run" / "m.safetensors"
     resume = out.with_name("m.resume.safetensors")
     torchrun = Path(sys.executable).with_name("torchrun")
-    command = [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "pfnn_core.train", str(clips),
+    command = [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "pfnn_core.training.train", str(clips),
                "--out", str(out), "--epochs", "10000", "--patience", "10000", "--hidden", "16",
                "--batch-size", "64", "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

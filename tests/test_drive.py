@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfnn_core import bvh
-from pfnn_core.checkpoint import load_checkpoint
-from pfnn_core.drive import LOG_COLUMNS, ScriptError, load_script, main, parse_script, run_drive
+from pfnn_core.drive.cli import LOG_COLUMNS, ScriptError, load_script, main, parse_script, run_drive
+from pfnn_core.models.checkpoint import load_checkpoint
+from pfnn_core.motion import bvh
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT_SCRIPT = {"name": "short", "segments": [
@@ -119,7 +119,7 @@ def test_cli_settings_are_validated_and_applied(tmp_path, capsys, random_checkpo
 
 def test_settings_change_the_drive(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
-    from pfnn_core.drive import settings_from_arguments
+    from pfnn_core.drive.cli import settings_from_arguments
 
     settings, notes = settings_from_arguments(["root_motion_from_command=1", "walk_speed=0.5"], checkpoint)
     assert not notes
@@ -129,7 +129,7 @@ def test_settings_change_the_drive(random_checkpoint):
 
 
 def test_a_crowd_runs_the_script_with_offsets_and_writes_one_bvh_each(random_checkpoint, tmp_path):
-    from pfnn_core.drive import crowd_offsets
+    from pfnn_core.drive.cli import crowd_offsets
 
     np.testing.assert_allclose(crowd_offsets(5), [[0, 0], [1.6, 0], [3.2, 0], [0, 1.6], [1.6, 1.6]])
     checkpoint = load_checkpoint(random_checkpoint)
@@ -153,8 +153,8 @@ def test_a_crowd_runs_the_script_with_offsets_and_writes_one_bvh_each(random_che
 def test_a_style_segment_brings_the_styles_full_stick_speeds(random_checkpoint, tmp_path):
     import torch
 
-    from pfnn_core.checkpoint import save_checkpoint
-    from pfnn_core.model import PFNN, ModelConfig
+    from pfnn_core.models.checkpoint import save_checkpoint
+    from pfnn_core.models.pfnn import PFNN, ModelConfig
 
     base = load_checkpoint(random_checkpoint)
     stats = {"elderly": {"walk": 0.7, "run": 1.4, "slowest_walk": 0.5, "side_step": 0.6, "walk_back": 0.5},

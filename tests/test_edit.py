@@ -7,9 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from pfnn_core import bvh, edit, features
+from pfnn_core import edit
+from pfnn_core.data.statistics import floor_heights
 from pfnn_core.evaluation import measures
-from pfnn_core.quat import quat_from_angle_axis, quat_inv, quat_mul, quat_to_expmap
+from pfnn_core.math.quat import quat_from_angle_axis, quat_inv, quat_mul, quat_to_expmap
+from pfnn_core.motion import bvh
 
 WALK = "dataset-2_walk_normal_{:03d}.bvh.gz"
 RUN = "dataset-2_run_normal_{:03d}.bvh.gz"
@@ -215,7 +217,7 @@ def test_pieces_on_another_skeleton_name_the_file_and_the_joints(bvh_dir, tmp_pa
 
 def test_dataset_1_and_dataset_2_clips_join_as_one_skeleton(bvh_dir, cache):
     """They differ only in the hips' OFFSET (each take's start position), which is not a bone: the
-    editor's skeleton check is training's (`features.skeleton_difference`)."""
+    editor's skeleton check is training's (`skeleton_difference`)."""
     ds1 = bvh_dir.parent / "bandai-namco-ds1" / "dataset-1_walk_normal_001.bvh.gz"
     assert not np.allclose(bvh.load(ds1).offsets, bvh.load(bvh_dir / WALK.format(1)).offsets)
     edits = edit.parse_edit_list({"pieces": [{"file": str(bvh_dir / WALK.format(1)), "start": 0.5, "end": 3.0},
@@ -255,7 +257,7 @@ def test_the_seam_report_measures_the_half_second_centred_on_the_join(bvh_dir, c
     result = edit.build(edit_list(bvh_dir, pieces, match="none"), cache)
     join, labels = result.joins[0], result.pieces[0].clip.labels
     feet = labels.global_positions[:, labels.contact_joints]
-    floor = features.floor_heights([(feet[..., 1], labels.contacts)])
+    floor = floor_heights([(feet[..., 1], labels.contacts)])
     steps = np.zeros(len(feet) - 1, bool)
     steps[join.match.out_frame - 15:join.match.out_frame + 15] = True  # 30 steps of 1/60 s
     expected = measures.foot_skating(feet, floor, 1.0 / FPS).mean(steps)
@@ -296,7 +298,7 @@ def walking_figure(bvh_dir):
     evaluation's, against the floor of the clips' labelled contacts; 0.27 m/s at 60 Hz, 0.25 at 30)."""
     clips = [edit.prepare_clip(bvh.load(path), FPS) for path in sorted(bvh_dir.glob("dataset-2_walk_normal_*.bvh.gz"))]
     feet = clips[0].labels.contact_joints
-    floor = features.floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts) for c in clips])
+    floor = floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts) for c in clips])
     figure = measures.pool_skating([measures.foot_skating(c.labels.global_positions[:, feet], floor, 1.0 / FPS)
                                     for c in clips]).mean()
     assert 0.1 < figure < 0.5

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pyglet.window import mouse
 
-from pfnn_core import bvh
+from pfnn_core.motion import bvh
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1100, 1000

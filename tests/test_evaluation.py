@@ -4,12 +4,14 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from conftest import DEFAULT_MODEL
-from pfnn_core import bvh, features
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
+
 from pfnn_core.evaluation import cli, reference, rollouts, suite
 from pfnn_core.evaluation.analysis import Row
+from pfnn_core.features.layout import make_layouts
+from pfnn_core.features.samples import clip_features
+from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.motion import bvh
 
 QUICK_DRIVES = ["idle", "walk_start", "run_walk_stop", "side_steps", "backpedal"]
 
@@ -17,7 +19,7 @@ QUICK_DRIVES = ["idle", "walk_start", "run_walk_stop", "side_steps", "backpedal"
 def random_weights(path, out):
     """The checkpoint at `path` with its network's weights drawn afresh: same layout, normalisation,
     skeleton and metadata, nothing learnt."""
-    from pfnn_core.model import PFNN
+    from pfnn_core.models.pfnn import PFNN
 
     checkpoint = load_checkpoint(path)
     torch.manual_seed(0)
@@ -95,7 +97,7 @@ def test_report_shows_both_subjects_side_by_side_network_first(random_run, capsy
 
 def test_the_shipped_model_beats_a_barely_trained_one_on_realism_and_skating(tmp_path, walk_motion):
     """A model trained one epoch on four clips against the shipped one, bare network, same drives."""
-    from pfnn_core.train import TrainConfig, train
+    from pfnn_core.training.train import TrainConfig, train
 
     folder = DEFAULT_MODEL.parents[1] / "bvh" / "bandai-namco-ds2"
     clips = [str(folder / f"dataset-2_{name}_normal_001.bvh.gz") for name in ("walk", "run", "walk-turn-left")]
@@ -151,8 +153,8 @@ class TeacherNetwork:
 
 def test_a_perfect_network_rolls_out_with_the_labels(bvh_dir):
     motion = bvh.load(bvh_dir / "dataset-2_walk-turn-left_normal_001.bvh.gz")
-    layouts = features.make_layouts(motion.num_joints)
-    clip = features.clip_features(motion, layouts, runs=False)
+    layouts = make_layouts(motion.num_joints)
+    clip = clip_features(motion, layouts, runs=False)
     rollout = rollouts.rollout_on_clip(TeacherNetwork(clip, layouts), clip, "turn")
     assert rollout.contact_f1 == 1.0
     assert rollout.phase_drift_at(4.0) < 0.02  # the labelled dphase integrated: the labels to rounding

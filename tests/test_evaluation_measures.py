@@ -2,8 +2,12 @@
 import numpy as np
 import pytest
 
-from pfnn_core import bvh, features
+from pfnn_core.data.statistics import floor_heights
 from pfnn_core.evaluation import measures
+from pfnn_core.motion import bvh
+from pfnn_core.motion.gait_labels import gait_labels
+from pfnn_core.motion.root import body_frames, to_body_frame
+from pfnn_core.skeleton import hips_joint
 
 DT = 1.0 / 30.0
 FLOOR = np.array([0.12, 0.04, 0.12, 0.04])
@@ -54,9 +58,9 @@ def test_skating_is_the_mann_weighted_mean_speed_of_contact_steps():
 
 def test_skating_of_the_bundled_mocap_is_small_and_sliding_it_is_caught(bundled_bvh_files):
     motion = bvh.load(next(p for p in bundled_bvh_files if "walk_normal" in p.name))
-    labels = features.clip_labels(motion)
+    labels = gait_labels(motion)
     joints = labels.contact_joints
-    floor = np.asarray(features.floor_heights([(labels.global_positions[:, joints, 1], labels.contacts)]))
+    floor = np.asarray(floor_heights([(labels.global_positions[:, joints, 1], labels.contacts)]))
     feet = labels.global_positions[:, joints]
     clean = measures.foot_skating(feet, floor, motion.frame_time).mean()
     slid = feet.copy()
@@ -77,9 +81,9 @@ def test_pose_features_do_not_depend_on_where_the_character_is_or_faces(bundled_
                                atol=1e-9)
     joints = measures.body_joints(motion.names, motion.parents)
     assert "joint_Root" not in [motion.names[j] for j in joints] and base.shape == (40, len(joints), 6)
-    hips = list(joints).index(features.hips_joint(motion.names, motion.parents))
+    hips = list(joints).index(hips_joint(motion.names, motion.parents))
     np.testing.assert_allclose(base[:, hips, [0, 2]], 0.0, atol=1e-9)  # origin under the hips
-    np.testing.assert_allclose(base[:, hips, 1], positions[:, features.hips_joint(motion.names, motion.parents), 1])
+    np.testing.assert_allclose(base[:, hips, 1], positions[:, hips_joint(motion.names, motion.parents), 1])
 
 
 def test_the_body_frame_puts_x_along_the_hip_line():
@@ -87,8 +91,8 @@ def test_the_body_frame_puts_x_along_the_hip_line():
     names = ["Hips", "UpLeg_L", "Foot_L", "UpLeg_R", "Foot_R"]
     parents = np.array([-1, 0, 1, 0, 3])
     pose = np.array([[0, 1, 0], [0, 0.9, 0.1], [0, 0.1, 0.1], [0, 0.9, -0.1], [0.3, 0.1, -0.1]], float)[None]
-    origin, yaw = features.body_frames(pose, names, parents)
-    local = features.to_body_frame(pose, origin, yaw)
+    origin, yaw = body_frames(pose, names, parents)
+    local = to_body_frame(pose, origin, yaw)
     np.testing.assert_allclose(local[0, 1], [0.1, 0.9, 0.0], atol=1e-12)   # left hip on +x
     np.testing.assert_allclose(local[0, 4], [-0.1, 0.1, -0.3], atol=1e-12)  # right foot 30 cm behind
 
@@ -178,9 +182,10 @@ def test_contact_f1_and_phase_drift():
 def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
     """Exhausted walks shuffle (feet low through the swing) and skate more by this measure than active
     ones; a style drive is compared with its own style's walks, other drives with every style's."""
-    from pfnn_core.checkpoint import load_checkpoint
-    from pfnn_core.evaluation import analysis, reference
     from conftest import DEFAULT_MODEL, ROOT
+
+    from pfnn_core.evaluation import analysis, reference
+    from pfnn_core.models.checkpoint import load_checkpoint
 
     meta = load_checkpoint(DEFAULT_MODEL).meta
     folder = ROOT / "assets" / "bvh" / "bandai-namco-ds2-styles"

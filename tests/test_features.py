@@ -7,14 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfnn_core import bvh, features
-from pfnn_core.features import (
-    FUTURE_OFFSETS, TRAJ_OFFSETS, FeatureLayout, ModelLayout, build_training_data, clip_features,
-    gait_from_speed, make_layouts, normalisation, root_frames, split_by_clip, trajectory_window,
-)
-from pfnn_core.kinematics import mirror, resample
-from pfnn_core.phase import cycle_lengths
-from pfnn_core.quat import quat_to_yaw
+from pfnn_core.data.build import build_training_data
+from pfnn_core.data.normalise import normalisation, split_by_clip
+from pfnn_core.data.statistics import floor_heights
+from pfnn_core.features.contract import FUTURE_OFFSETS, SIM_FPS, TRAJ_OFFSETS, gait_from_speed
+from pfnn_core.features.layout import FeatureLayout, ModelLayout, make_layouts
+from pfnn_core.features.samples import STAND_DRIFT_SPEED, clip_features
+from pfnn_core.math.quat import quat_to_yaw
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import mirror, resample
+from pfnn_core.motion.phase import cycle_lengths
+from pfnn_core.motion.root import facing_directions, root_frames, trajectory_window
+from pfnn_core.skeleton import body_lines
 
 BVH_DIR = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
 WALK = BVH_DIR / "dataset-2_walk_normal_001.bvh.gz"
@@ -155,10 +159,10 @@ def test_standing_samples_are_calm(small_set):
     assert len(np.unique(np.floor(data.phase[standing] * 4))) == 4
     # half the samples stand still after a little drift: the past moves (at most the drift speed,
     # straight behind the present), the present and the future do not, and the answer is still "stand"
-    offsets = np.asarray(features.TRAJ_OFFSETS)
-    past_speed = np.linalg.norm(x["traj_pos"][:, 0], axis=-1) / (-offsets[0] / features.SIM_FPS)
+    offsets = np.asarray(TRAJ_OFFSETS)
+    past_speed = np.linalg.norm(x["traj_pos"][:, 0], axis=-1) / (-offsets[0] / SIM_FPS)
     drifting = past_speed > 1e-6
-    assert 0.3 < drifting.mean() < 0.7 and past_speed.max() <= features.STAND_DRIFT_SPEED + 1e-6
+    assert 0.3 < drifting.mean() < 0.7 and past_speed.max() <= STAND_DRIFT_SPEED + 1e-6
     np.testing.assert_allclose(x["traj_pos"][:, offsets >= 0], 0.0, atol=1e-7)
     np.testing.assert_allclose(np.linalg.norm(x["traj_dir"], axis=-1), 1.0, atol=1e-6)
     straight = x["traj_pos"][drifting][:, offsets < 0]  # every past sample on one line through the root
@@ -209,10 +213,10 @@ def test_hip_line_skips_side_joints_sitting_on_the_hips():
     parents = np.array([-1, 0, 1, 2, 3, 0, 5, 6, 7])
     positions = np.array([[0, 1, 0], [0, 1, 0], [0.1, 0.9, 0], [0.1, 0.5, 0], [0.1, 0.1, 0],
                           [0, 1, 0], [-0.1, 0.9, 0], [-0.1, 0.5, 0], [-0.1, 0.1, 0]], dtype=float)
-    assert features.body_lines(names, parents, positions)["hips"] == (2, 6)
+    assert body_lines(names, parents, positions)["hips"] == (2, 6)
     # Walking towards +Z with the left leg at +X: the facing is +Z.
     walk = np.repeat(positions[None], 10, axis=0)
-    facing = features.facing_directions(walk, names, parents, dt=1 / 60)
+    facing = facing_directions(walk, names, parents, dt=1 / 60)
     np.testing.assert_allclose(facing, np.tile([0.0, 1.0], (10, 1)), atol=1e-9)
 
 
@@ -222,15 +226,15 @@ def test_floor_heights_are_the_median_height_over_labelled_contacts():
     contacts = np.zeros((30, 3), bool)
     contacts[:, 0], contacts[:10, 1] = True, True
     other = (np.full((4, 3), 0.05), np.ones((4, 3), bool))  # a second clip, pooled frame by frame
-    floor = features.floor_heights([(heights, contacts)])
+    floor = floor_heights([(heights, contacts)])
     assert floor[0] == pytest.approx(0.117) and floor[1] == pytest.approx(np.median(heights[:10, 1]))
     assert np.isnan(floor[2])  # never in contact: no level
-    pooled = features.floor_heights([(heights, contacts), other])
+    pooled = floor_heights([(heights, contacts), other])
     assert pooled[1] == pytest.approx(np.median(np.r_[heights[:10, 1], [0.05] * 4])) and pooled[2] == pytest.approx(0.05)
 
 
 def test_side_steps_and_backward_walks_keep_their_direction_and_mirror_into_the_other_side():
-    from pfnn_core.kinematics import mirror_keep_skeleton
+    from pfnn_core.motion.kinematics import mirror_keep_skeleton
 
     folder = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds1"
     left = bvh.load(folder / "dataset-1_walk-left_normal_001.bvh.gz")

@@ -1,11 +1,22 @@
 import numpy as np
 import pytest
 
-from pfnn_core.ik import (CATCH_UP_LEAD, RELEASE_ACCELERATION, SOFT_REACH, aim_at_reach, empty_foot_locks, fade_weight,
-                          foot_rotation_toward, foot_targets, pivot_on_toe, release_duration, soft_reach,
-                          two_bone_ik,
-                          update_foot_locks)
-from pfnn_core.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
+from pfnn_core.math.quat import quat_from_angle_axis, quat_mul_vec, quat_normalize
+from pfnn_core.runtime.ik import (
+    CATCH_UP_LEAD,
+    RELEASE_ACCELERATION,
+    SOFT_REACH,
+    aim_at_reach,
+    empty_foot_locks,
+    fade_weight,
+    foot_rotation_toward,
+    foot_targets,
+    pivot_on_toe,
+    release_duration,
+    soft_reach,
+    two_bone_ik,
+    update_foot_locks,
+)
 
 THIGH = np.array([0.0, -0.45, 0.03])
 SHIN = np.array([0.0, -0.43, -0.04])

@@ -1,13 +1,13 @@
 """The data inspector: rows for real files, speed and folder warnings, failures reported per file."""
 import re
-from pathlib import Path
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pfnn_core import bvh
-from pfnn_core.inspect import format_table, inspect_file, main
+from pfnn_core.data.inspector import format_table, inspect_file, main
+from pfnn_core.motion import bvh
 
 
 @pytest.fixture()

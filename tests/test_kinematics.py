@@ -4,9 +4,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfnn_core import bvh
-from pfnn_core.kinematics import forward_kinematics, mirror, mirror_keep_skeleton, mirror_pairs, resample
-from pfnn_core.quat import quat_mul_vec, quat_to_yaw
+from pfnn_core.math.quat import quat_mul_vec, quat_to_yaw
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import forward_kinematics, mirror, mirror_keep_skeleton, mirror_pairs, resample
 
 TINY = Path(__file__).parent / "data" / "tiny.bvh"
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pfnn_core import metrics
+from pfnn_core.evaluation import metrics
 
 DT = 1.0 / 60.0
 

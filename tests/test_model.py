@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core.model import (PFNN, ModelConfig, NumpyPFNN, PhaseFunctionedLinear, cubic_phase_weights,
-                             cyclic_distance, phase_weights, rbf_phase_weights)
+from pfnn_core.models.pfnn import (
+    PFNN,
+    ModelConfig,
+    NumpyPFNN,
+    PhaseFunctionedLinear,
+    cubic_phase_weights,
+    cyclic_distance,
+    phase_weights,
+    rbf_phase_weights,
+)
 
 
 def reference_blended_weights_forward(layer: PhaseFunctionedLinear, x, blend):

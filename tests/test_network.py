@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
-from pfnn_core.model import PFNN, ModelConfig
-from pfnn_core.network import CONSTANT_BINS, LINEAR_BINS, Network
+from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn_network import CONSTANT_BINS, LINEAR_BINS, Network
 
 
 def _inputs(network, batch, seed=0):

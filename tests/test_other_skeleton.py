@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfnn_core import bvh
-from pfnn_core.kinematics import forward_kinematics, resample
-from pfnn_core.quat import quat_between, quat_inv, quat_inv_mul_vec, quat_mul, quat_normalize
+from pfnn_core.data.build import build_training_data
+from pfnn_core.math.quat import quat_between, quat_inv, quat_inv_mul_vec, quat_mul, quat_normalize
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import forward_kinematics, resample
 
 BVH_DIR = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
 SOURCE_CLIPS = ("dataset-2_walk_normal_001.bvh.gz", "dataset-2_walk_normal_002.bvh.gz",
@@ -150,7 +151,7 @@ def skeleton_sets(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def trained(skeleton_sets, tmp_path_factory) -> dict:
     """One tiny model per skeleton, trained with the `pfnn-train` command's own entry point."""
-    from pfnn_core import train
+    from pfnn_core.training import train
 
     models = {}
     for kind, folder in skeleton_sets.items():
@@ -178,10 +179,9 @@ def test_files_load_back_in_metres_at_their_rate_with_the_source_positions(skele
 
 def test_training_samples_equal_the_source_clips_samples(skeleton_sets):
     """Units, frame rate, channel orders and bone axes must not change what the network sees."""
-    from pfnn_core import features
 
-    other = features.build_training_data(skeleton_sets["mixamo_in_120fps"], mirror=False)
-    source = features.build_training_data([BVH_DIR / name for name in SOURCE_CLIPS], mirror=False)
+    other = build_training_data(skeleton_sets["mixamo_in_120fps"], mirror=False)
+    source = build_training_data([BVH_DIR / name for name in SOURCE_CLIPS], mirror=False)
     assert other.skeleton["hips"] == 0 and not other.skeleton["root_joint_is_control_root"]
     names = other.skeleton["names"]
     assert [names[j] for j in other.skeleton["contact_joints"]] == ["LeftFoot", "LeftToeBase", "RightFoot", "RightToeBase"]
@@ -198,9 +198,8 @@ def test_training_samples_equal_the_source_clips_samples(skeleton_sets):
 
 
 def test_no_toe_skeleton_uses_the_feet_as_contact_joints(skeleton_sets):
-    from pfnn_core import features
 
-    data = features.build_training_data(skeleton_sets["poser_no_toes_m_24fps"], mirror=True)
+    data = build_training_data(skeleton_sets["poser_no_toes_m_24fps"], mirror=True)
     names = data.skeleton["names"]
     assert [names[j] for j in data.skeleton["contact_joints"]] == ["lFoot", "lFoot", "rFoot", "rFoot"]
     assert data.mirrored.any() and 0.9 < data.gait_speeds["walk"] < 1.3
@@ -208,10 +207,10 @@ def test_no_toe_skeleton_uses_the_feet_as_contact_joints(skeleton_sets):
 
 @pytest.mark.parametrize("kind", list(SKELETONS))
 def test_drive_writes_bvh_on_the_other_skeleton(trained, skeleton_sets, kind, tmp_path):
-    from pfnn_core import drive
+    from pfnn_core.drive import cli
 
     out = tmp_path / "drive"
-    assert drive.main(["--script", "scripts/drives/walk_forward.json", "--out", str(out),
+    assert cli.main(["--script", "scripts/drives/walk_forward.json", "--out", str(out),
                        "--model", str(trained[kind]), "--device", "cpu"]) == 0
     written = bvh.load(out / "motion.bvh")
     training_clip = bvh.load(sorted(skeleton_sets[kind].glob("*.bvh"))[0])
@@ -239,7 +238,7 @@ def test_quick_evaluation_finds_the_training_clips_by_itself(trained, kind, tmp_
 
 
 def test_a_skeleton_without_recognisable_feet_is_refused_naming_file_and_names(skeleton_sets, tmp_path, capsys):
-    from pfnn_core import train
+    from pfnn_core.training import train
 
     source = sorted(skeleton_sets["mixamo_in_120fps"].glob("*walk_normal_001.bvh"))[0]
     paws = tmp_path / "paws"

@@ -2,9 +2,15 @@
 
 import numpy as np
 
-from pfnn_core.phase import (
-    contact_phase_summary, cycle_lengths, cycle_strides, phase_from_contacts, save_contact_phase_plots, phase_from_root_height, stride_length_at,
-    stride_statistics, touchdowns,
+from pfnn_core.data.phase_report import contact_phase_summary, save_contact_phase_plots
+from pfnn_core.motion.phase import (
+    cycle_lengths,
+    cycle_strides,
+    phase_from_contacts,
+    phase_from_root_height,
+    stride_length_at,
+    stride_statistics,
+    touchdowns,
 )
 
 
@@ -100,7 +106,7 @@ def test_stride_statistics_from_straight_walk():
 def test_contact_phase_summary_and_plots_on_real_clips(tmp_path):
     from pathlib import Path
 
-    from pfnn_core import bvh
+    from pfnn_core.motion import bvh
 
     folder = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
     walk = bvh.load(str(folder / "dataset-2_walk_normal_002.bvh.gz"))

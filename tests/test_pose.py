@@ -1,14 +1,30 @@
 import numpy as np
 import pytest
 
-from pfnn_core import features, mat3, settle
-from pfnn_core.ik import SOFT_REACH, FootLocks, leg_chains
-from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.pose import (SWING_LIFT_RATE, fit_rotations_to_positions, forward_kinematics_global, place_feet,
-                            pose_from_prediction, skeleton_plan)
-from pfnn_core.quat import (quat_between, quat_from_6d, quat_from_angle_axis, quat_from_matrix, quat_from_yaw,
-                            quat_mul, quat_to_6d, quat_to_matrix)
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.math import mat3
+from pfnn_core.math.quat import (
+    quat_between,
+    quat_from_6d,
+    quat_from_angle_axis,
+    quat_from_matrix,
+    quat_from_yaw,
+    quat_mul,
+    quat_to_6d,
+    quat_to_matrix,
+)
+from pfnn_core.motion.kinematics import forward_kinematics
+from pfnn_core.motion.root import body_frames
+from pfnn_core.runtime import settle
+from pfnn_core.runtime.ik import SOFT_REACH, FootLocks, leg_chains
+from pfnn_core.runtime.pose import (
+    SWING_LIFT_RATE,
+    fit_rotations_to_positions,
+    forward_kinematics_global,
+    place_feet,
+    pose_from_prediction,
+    skeleton_plan,
+)
+from pfnn_core.runtime.settings import RuntimeSettings
 
 HIPS = 1
 
@@ -189,7 +205,7 @@ def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_h
         return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
 
     network = network_pose().positions
-    origin, yaw = features.body_frames(network, walk_motion.names, walk_motion.parents)
+    origin, yaw = body_frames(network, walk_motion.names, walk_motion.parents)
     targets = settle.stance_targets(origin[:, [0, 2]], yaw, stance)[0]
     shown = network.copy()
     feet = shown[0, plan.contact_joints]
@@ -315,7 +331,7 @@ def test_a_trailing_foot_out_of_reach_turns_its_heel_up_about_the_held_toe():
     """Hip 0.85 m up, leg reach 0.87 m; toe pinned 0.40 m behind, the flat foot's ankle 0.15 m further
     back: out of reach (0.95 m). The heel turns up about the toe by the least angle that brings the ankle within
     reach (the foot's length kept); when that takes more than HEEL_OFF_MAX_TURN, no turn is offered."""
-    from pfnn_core.pose import HEEL_OFF_MAX_TURN, _heel_up_about_toe
+    from pfnn_core.runtime.pose import HEEL_OFF_MAX_TURN, _heel_up_about_toe
 
     hip, toe, ankle = np.array([0.0, 0.85, 0.0]), np.array([0.0, 0.04, -0.40]), np.array([0.0, 0.08, -0.55])
     foot = np.linalg.norm(ankle - toe)

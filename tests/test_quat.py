@@ -6,8 +6,8 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
-from pfnn_core import quat as Q
 from pfnn_core import quat_torch as QT
+from pfnn_core.math import quat as Q
 
 ALL_ORDERS = ["".join(p) for p in itertools.permutations("XYZ")] + [a + b + a for a in "XYZ" for b in "XYZ" if a != b]
 
@@ -180,7 +180,7 @@ def test_torch_twin_is_differentiable():
 
 
 def test_stack_last_and_vector_length_match_numpy():
-    from pfnn_core.quat import stack_last, vector_length
+    from pfnn_core.math.quat import stack_last, vector_length
     rng = np.random.default_rng(3)
     a = rng.normal(size=(4, 5)).astype(np.float32)
     b = rng.normal(size=(1, 5)).astype(np.float32)  # broadcast against a

@@ -4,18 +4,25 @@ shadow falls where the sun says, each view mode draws the character, a crowd is 
 
 import numpy as np
 import pytest
-
-from app import body_mesh
-from app.body_mesh import (Rig, body_layout, build_body, load_or_build_body, rig_from_positions, rotations_from_positions,
-                           skin_vertices, skinning_matrices)
-from app.renderer import (VIEW_MODES, shadow_footprints, shadow_texture_matrix, shadow_view_projection)
-from app.scene import SceneFrame
-from pfnn_core import bvh
-from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.quat import quat_from_angle_axis, quat_from_yaw, quat_mul, quat_mul_vec, quat_normalize
-
 from conftest import BVH_DIR
 from test_other_skeleton import POSER_NO_TOES, retarget
+
+from app import body_mesh
+from app.body_mesh import (
+    Rig,
+    body_layout,
+    build_body,
+    load_or_build_body,
+    rig_from_positions,
+    rotations_from_positions,
+    skin_vertices,
+    skinning_matrices,
+)
+from app.renderer import VIEW_MODES, shadow_footprints, shadow_texture_matrix, shadow_view_projection
+from app.scene import SceneFrame
+from pfnn_core.math.quat import quat_from_angle_axis, quat_from_yaw, quat_mul, quat_mul_vec, quat_normalize
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import forward_kinematics
 
 FAST_VOXEL = 0.014  # metres: coarser than the viewer's, the same properties, a few times faster
 

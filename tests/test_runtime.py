@@ -6,15 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core import features
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
-from pfnn_core.controller import CommandBatch, command_from_world_move, stand_command
-from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.model import PFNN, ModelConfig
 from pfnn_core.evaluation import measures
-from pfnn_core.quat import quat_from_yaw, quat_to_yaw, wrap_angle
-from pfnn_core.runtime import Character, local_pose, placed, step
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.features.contract import TRAJ_OFFSETS
+from pfnn_core.math.quat import quat_from_yaw, quat_to_yaw, wrap_angle
+from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.motion.kinematics import forward_kinematics
+from pfnn_core.runtime import tick as tick_module
+from pfnn_core.runtime.character import Character
+from pfnn_core.runtime.command import CommandBatch, command_from_world_move, stand_command
+from pfnn_core.runtime.settings import RuntimeSettings
+from pfnn_core.runtime.state import local_pose, placed
+from pfnn_core.runtime.tick import step
 
 DT = 1.0 / 60.0
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
@@ -230,11 +233,10 @@ def test_a_stop_settles_both_feet_in_the_mocaps_stance_within_a_second(tmp_path)
 def test_a_released_stick_hands_the_root_to_the_command_only_where_settling_steps_run(monkeypatch, foot_locking):
     """The root follows the command spring alone after a stop only for characters that take settling
     steps; with foot locking off (no steps) the network's own motion keeps its share."""
-    from pfnn_core import runtime
 
     seen = []
-    original = runtime.root_motion
-    monkeypatch.setattr(runtime, "root_motion", lambda *args, **kw: seen.append(np.array(args[12])) or original(*args, **kw))
+    original = tick_module.root_motion
+    monkeypatch.setattr(tick_module, "root_motion", lambda *args, **kw: seen.append(np.array(args[12])) or original(*args, **kw))
     checkpoint = load_checkpoint(DEFAULT_MODEL)
     settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
     settings.foot_locking = foot_locking
@@ -273,7 +275,7 @@ def test_never_varying_input_features_are_held_at_their_training_value(random_ch
     network = Character(checkpoint, settle_ticks=0, device="cpu", path="numpy").network
     layout = network.x_layout
     # The current trajectory sample is always the root itself in the data: std at the floor.
-    current = layout.slice("traj_pos").start + 2 * (len(features.TRAJ_OFFSETS) // 2)
+    current = layout.slice("traj_pos").start + 2 * (len(TRAJ_OFFSETS) // 2)
     assert network.constant_inputs[current] and network.constant_inputs[current + 1]
     x = np.tile(network.norm_np["x_mean"].astype(float), (2, 1))
     x[1, network.constant_inputs] += 0.05  # 5 cm off: 50 standard deviations
@@ -519,9 +521,8 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
         character.set_style(style)
         settings.apply_style(checkpoint.meta, character.state.style[0])
         if not heel_off:
-            import pfnn_core.runtime as runtime_module
-            original = runtime_module.place_feet
-            runtime_module.place_feet = lambda *a, **k: original(*a, **{**k, "heel_off": np.zeros(1, bool)})
+            original = tick_module.place_feet
+            tick_module.place_feet = lambda *a, **k: original(*a, **{**k, "heel_off": np.zeros(1, bool)})
         try:
             steps, feet, before = 0, [], np.zeros(4, bool)
             for tick in range(420):
@@ -533,7 +534,7 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
                 before = state.lock_stepping[0].copy()
         finally:
             if not heel_off:
-                runtime_module.place_feet = original
+                tick_module.place_feet = original
         return steps, measures.foot_skating(np.array(feet)[::2], character.network.floor_heights, 2 * DT).ground_share()
 
     steps_now, down_now = walk(True)

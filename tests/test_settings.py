@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from pfnn_core.settings import PRIOR_MINUTES, RuntimeSettings, style_speeds, tunable_fields
+from pfnn_core.runtime.settings import PRIOR_MINUTES, RuntimeSettings, style_speeds, tunable_fields
 
 
 def test_every_field_has_ui_metadata_and_a_default_inside_its_range():
@@ -92,7 +92,7 @@ def test_a_trained_beta_range_is_used_and_cubic_models_leave_beta_alone():
 
 
 def test_defaults_from_a_checkpoint_take_its_trained_beta():
-    from pfnn_core.model import ModelConfig
+    from pfnn_core.models.pfnn import ModelConfig
 
     assert RuntimeSettings.from_checkpoint_meta({"training": {"config": {"beta": 5.0}}}).beta == 5.0
     assert RuntimeSettings.from_checkpoint_meta({}, ModelConfig(10, 10, beta=3.0)).beta == 3.0

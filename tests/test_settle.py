@@ -1,6 +1,7 @@
 """Settling steps after a stop: targets from the stance, arcs, and the order of the steps."""
 import numpy as np
-from pfnn_core import settle
+
+from pfnn_core.runtime import settle
 
 DT = 1.0 / 60.0
 STANCE = np.array([[0.09, 0.12, -0.07], [0.10, 0.04, 0.03], [-0.09, 0.12, -0.07], [-0.10, 0.04, 0.03]])

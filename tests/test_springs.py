@@ -1,10 +1,17 @@
 import numpy as np
 import pytest
 
-from pfnn_core.history import History
-from pfnn_core.settings import RuntimeSettings
-from pfnn_core.springs import (HALFLIFE_TO_RATE, SpringState, plan_trajectory, remaining_travel, spring_angle_update,
-                               spring_velocity_update, trajectory_blend_weights)
+from pfnn_core.runtime.history import History
+from pfnn_core.runtime.settings import RuntimeSettings
+from pfnn_core.runtime.trajectory import (
+    HALFLIFE_TO_RATE,
+    SpringState,
+    plan_trajectory,
+    remaining_travel,
+    spring_angle_update,
+    spring_velocity_update,
+    trajectory_blend_weights,
+)
 
 DT = 1.0 / 60.0
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from pfnn_core.timestep import FixedTimestep
+from pfnn_core.runtime.timestep import FixedTimestep
 
 
 def test_exact_step_counts_for_given_real_dts():

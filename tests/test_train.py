@@ -11,11 +11,20 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core import train as train_module
-from pfnn_core.checkpoint import load_checkpoint
-from pfnn_core.features import FeatureLayout, ModelLayout, normalisation, split_by_clip
-from pfnn_core.train import (TrainConfig, TrainingError, cosine_lr, epoch_start_rows, feedback_probability,
-                             main, sample_losses, train)
+from pfnn_core.data.normalise import normalisation, split_by_clip
+from pfnn_core.features.layout import FeatureLayout, ModelLayout
+from pfnn_core.models.checkpoint import load_checkpoint
+from pfnn_core.training import train as train_module
+from pfnn_core.training.train import (
+    TrainConfig,
+    TrainingError,
+    cosine_lr,
+    epoch_start_rows,
+    feedback_probability,
+    main,
+    sample_losses,
+    train,
+)
 
 NAMES = ["Hips", "UpLeg_L", "Foot_L", "Toes_L", "UpLeg_R", "Foot_R", "Toes_R"]
 J = len(NAMES)
@@ -234,7 +243,7 @@ def test_cli_trains_and_resumes(tmp_path, capsys, monkeypatch, data):
 
 
 def test_tiny_real_run_on_bundled_clips_lowers_validation_loss(tmp_path, bundled_bvh_files):
-    from pfnn_core.features import build_training_data
+    from pfnn_core.data.build import build_training_data
     walks = [path for path in bundled_bvh_files if "_walk_" in path.name][:3]
     standing = [path for path in bundled_bvh_files if "raise-up-both" in path.name][:1]
     real = build_training_data(walks + standing, mirror=True)

@@ -9,16 +9,22 @@ import numpy as np
 import pytest
 
 from app.camera import OrbitCamera, look_at, perspective, project_points
-from app.renderer import horizon_ndc_y, spheres_in_view, uncovered_rects
 from app.input import InputDevices, InputFrame, combine, gamepad_frame, keyboard_frame, radial_deadzone
-from app.overlays import (COMMAND_COLOUR, PREDICTED_COLOUR, OverlayGeometry, contacts_geometry,
-                          phase_geometry, trajectory_geometry)
+from app.overlays import (
+    COMMAND_COLOUR,
+    PREDICTED_COLOUR,
+    OverlayGeometry,
+    contacts_geometry,
+    phase_geometry,
+    trajectory_geometry,
+)
 from app.playback import load_clip
+from app.renderer import horizon_ndc_y, spheres_in_view, uncovered_rects
 from app.scene import SceneFrame, drawn_bones, lerp, lerp_phase
 from app.training_job import TrainingJob, eta_seconds
-from pfnn_core import bvh
-from pfnn_core.controller import command_from_stick
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.motion import bvh
+from pfnn_core.runtime.command import command_from_stick
+from pfnn_core.runtime.settings import RuntimeSettings
 
 WIDTH, HEIGHT = 640, 360
 WALK = "dataset-2_walk_normal_001.bvh.gz"
@@ -377,7 +383,7 @@ def test_toggling_the_trajectory_overlay_changes_the_image_around_the_trajectory
 
 
 def _script(segments):
-    from pfnn_core.drive import parse_script
+    from pfnn_core.drive.cli import parse_script
 
     return parse_script({"segments": segments})
 

@@ -5,14 +5,14 @@ and key events and real imgui frames, on a small random-weight style checkpoint 
 
 import numpy as np
 import pytest
+from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key
 
 from app import keys
 from app.style_panel import StyleRow, blend_weights, next_style, style_rows, weights_label
-from conftest import click_widget, make_random_checkpoint
-from pfnn_core.checkpoint import load_checkpoint, save_checkpoint
-from pfnn_core.drive import parse_script
-from pfnn_core.model import PFNN, ModelConfig
+from pfnn_core.drive.cli import parse_script
+from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.pfnn import PFNN, ModelConfig
 
 WIDTH, HEIGHT = 1000, 700
 NAMES = ["elderly", "normal", "sad"]  # the style input's order (as training writes it: sorted)

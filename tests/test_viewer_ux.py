@@ -4,11 +4,11 @@ the control table behind the keys and the help, and the file browser."""
 
 import json
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key, mouse
 
 from app import keys
@@ -16,12 +16,11 @@ from app.camera import CAMERA_MODES, Camera, project_points
 from app.capture import VideoRecorder, capture_name
 from app.file_browser import RecentFolders, list_folder
 from app.messages import details, failure_message, one_line
-from app.transport import StateHistory, next_speed, scaled_real_dt, TransportPanel
+from app.transport import StateHistory, TransportPanel, next_speed, scaled_real_dt
 from app.ui import loss_plot_limits
-from conftest import click_widget, make_random_checkpoint
-from pfnn_core import bvh
-from pfnn_core.controller import command_from_stick
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.motion import bvh
+from pfnn_core.runtime.command import command_from_stick
+from pfnn_core.runtime.settings import RuntimeSettings
 
 WIDTH, HEIGHT = 1000, 700
 ROOT = Path(__file__).resolve().parents[1]
@@ -361,7 +360,7 @@ def test_save_to_is_wide_and_the_playback_speed_value_is_beside_its_slider(ui, b
 # ---- transport ----------------------------------------------------------------------------------
 
 def _walk_script():
-    from pfnn_core.drive import parse_script
+    from pfnn_core.drive.cli import parse_script
 
     return parse_script({"segments": [{"duration": 30.0, "move": [0.6, 0.8]}]})
 

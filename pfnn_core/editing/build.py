@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from pfnn_core import bvh
 from pfnn_core.editing.clips import load_clips
 from pfnn_core.editing.document import EditError, EditList
 from pfnn_core.editing.feet import plant_feet
 from pfnn_core.editing.joins import placement_joint, splice, to_local
 from pfnn_core.editing.matching import match_joins, piece_frames
 from pfnn_core.editing.report import EditResult, PieceResult, measure
+from pfnn_core.motion import bvh
 
 
 def build(edit: EditList, cache: dict | None = None) -> EditResult:

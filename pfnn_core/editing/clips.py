@@ -1,22 +1,24 @@
 """The clip a piece plays: each piece's source file read once per version (`load_motion`, a cache the
 caller keeps), checked (range, one skeleton with the first piece), mirrored, time-scaled and resampled
-to the edit's frame rate, and labelled (root, contacts, phase: `features.clip_labels`)."""
+to the edit's frame rate, and labelled (root, contacts, phase: `gait_labels`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pfnn_core import bvh, features
-from pfnn_core.contacts import foot_joints
 from pfnn_core.editing.document import EditError, EditList, piece_path
-from pfnn_core.kinematics import mirror_keep_skeleton, resample
+from pfnn_core.motion import bvh
+from pfnn_core.motion.gait_labels import GaitLabels, gait_labels
+from pfnn_core.motion.kinematics import mirror_keep_skeleton, resample
+from pfnn_core.skeleton import foot_joints, skeleton_difference
+
 
 @dataclass
 class PreparedClip:
     """One source clip as a piece plays it: mirrored if asked, time-scaled, at the edit's frame rate."""
 
     motion: bvh.Motion  # frame_time = 1 / fps
-    labels: features.ClipLabels  # root, contacts [F, 4], phase [F], global pose of `motion`
+    labels: GaitLabels  # root, contacts [F, 4], phase [F], global pose of `motion`
     source_frame_time: float  # seconds of the source clip per frame (speed / fps, to a hair)
     path: str
 
@@ -39,7 +41,7 @@ def prepare_clip(motion: bvh.Motion, fps: float, mirror: bool = False, speed: fl
     else:
         scaled, source_frame_time = motion.copy(), speed / fps
     scaled = replace(scaled, frame_time=1.0 / fps)
-    return PreparedClip(scaled, features.clip_labels(scaled), source_frame_time, str(path))
+    return PreparedClip(scaled, gait_labels(scaled), source_frame_time, str(path))
 
 
 def load_motion(path, cache: dict | None = None, where: str = "") -> bvh.Motion:
@@ -81,7 +83,7 @@ def load_clips(edit: EditList, cache: dict | None = None) -> list[PreparedClip]:
             except ValueError as error:
                 raise EditError(f"{where}.file: {error}") from None
         else:
-            why = features.skeleton_difference(reference, motion)
+            why = skeleton_difference(reference, motion)
             if why:
                 raise EditError(f"{where}.file: {path} is on another skeleton than pieces[0] "
                                 f"({Path(reference.source).name}): {why}")

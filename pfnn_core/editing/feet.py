@@ -8,11 +8,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from pfnn_core import bvh, features
-from pfnn_core.contacts import contact_joint_order, foot_joints
 from pfnn_core.editing.joins import offset_decay
-from pfnn_core.ik import leg_chains, reach_foot_goals
-from pfnn_core.kinematics import forward_kinematics, local_rotations
+from pfnn_core.math.easing import smoothstep
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import forward_kinematics, local_rotations
+from pfnn_core.motion.root import facing_directions
+from pfnn_core.runtime.ik import leg_chains, reach_foot_goals
+from pfnn_core.skeleton import contact_joint_order, foot_joints
 
 # Feet: contact runs touching [seam - LOCK_BEFORE_S, seam + max(transition, LOCK_AFTER_S)] are pinned
 # on the ground plane; after a pinned run the correction fades over the swing (at most RELEASE_MAX_S).
@@ -71,7 +73,7 @@ def planted_foot_goals(feet, contacts, windows, fps: float) -> tuple[np.ndarray,
                 elapsed = np.arange(1, min(duration, frames - end) + 1) / fps
                 correction[end:end + len(elapsed)] = offset_decay(correction[end - 1], velocity, elapsed, duration / fps)
                 toe_weights[end:end + len(elapsed), leg] = np.where(
-                    elapsed < duration / fps, 1.0 - features.smoothstep(0.0, TOE_RELEASE_S, elapsed), 0.0)
+                    elapsed < duration / fps, 1.0 - smoothstep(0.0, TOE_RELEASE_S, elapsed), 0.0)
         goals[:, [ankle, toe], 0] += correction[:, None, 0]
         goals[:, [ankle, toe], 2] += correction[:, None, 1]
     return goals, toe_weights
@@ -96,7 +98,7 @@ def plant_feet(motion: bvh.Motion, feet, contacts, seam_frames, transition_secon
         return motion
     legs = leg_chains(motion.names, parents)
     leg_joints = tuple(np.array(joints) for joints in zip(*legs))  # hips, knees, ankles, toes
-    facing = features.facing_directions(global_pos, motion.names, parents, motion.frame_time)[frames]
+    facing = facing_directions(global_pos, motion.names, parents, motion.frame_time)[frames]
     forward = np.stack([facing[:, 0], np.zeros(len(frames)), facing[:, 1]], axis=-1)[:, None]
     toe_offsets = motion.offsets[leg_joints[3]]
     solved = reach_foot_goals(global_pos[frames], global_rot[frames], goals[frames], constrained[frames], leg_joints,

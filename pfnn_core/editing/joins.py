@@ -3,7 +3,7 @@ transitions (inertialization, crossfade) and the spliced sequence of all pieces.
 
 A join between piece i (outgoing) and piece i+1 (incoming) pairs the outgoing piece's last frame with
 the incoming piece's first frame: they are the same instant (the twin frame). The incoming piece is
-turned about +Y and moved on the ground so that its control root (`features.root_frames`: hips on the
+turned about +Y and moved on the ground so that its control root (`root_frames`: hips on the
 ground, facing) at that frame sits where the outgoing root is, and the sequence goes on with the
 incoming piece's next frame, so the step across the seam is the incoming clip's own step.
 
@@ -27,12 +27,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from pfnn_core import bvh, features
 from pfnn_core.editing.clips import PreparedClip
 from pfnn_core.editing.document import EditList
-from pfnn_core.kinematics import forward_kinematics
-from pfnn_core.quat import (quat_abs, quat_from_expmap, quat_from_yaw, quat_inv, quat_inv_mul, quat_inv_mul_vec,
-                            quat_mul, quat_mul_vec, quat_normalize, quat_slerp, quat_to_expmap)
+from pfnn_core.math.easing import smoothstep
+from pfnn_core.math.planar import rotate_xz
+from pfnn_core.math.quat import (
+    quat_abs,
+    quat_from_expmap,
+    quat_from_yaw,
+    quat_inv,
+    quat_inv_mul,
+    quat_inv_mul_vec,
+    quat_mul,
+    quat_mul_vec,
+    quat_normalize,
+    quat_slerp,
+    quat_to_expmap,
+)
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import forward_kinematics
+from pfnn_core.skeleton import ancestors, hips_joint
 
 # Inertialization spring: decay rate SPRING_RATE / seconds, so a gap closes to ~2% by the end of the
 # transition before the window takes it to exactly zero (0.3 s: the gap halves in ~0.08 s).
@@ -44,9 +58,9 @@ def placement_joint(motion: bvh.Motion) -> int:
     """The joint that carries the motion through the world: the hips, when every joint above them
     keeps one local transform for the whole clip (a 'joint_Root' dummy), else the root."""
     parents = np.asarray(motion.parents)
-    hips = features.hips_joint(motion.names, parents)
+    hips = hips_joint(motion.names, parents)
     still = all(np.ptp(motion.rotations[:, j], axis=0).max() < 1e-9 and np.ptp(motion.positions[:, j], axis=0).max() < 1e-9
-                for j in features.ancestors(parents, hips))
+                for j in ancestors(parents, hips))
     return hips if still else int(np.flatnonzero(parents < 0)[0])
 
 
@@ -81,7 +95,7 @@ def _root_at(clip: PreparedClip, frame: int) -> tuple[np.ndarray, float]:
 def alignment(out_root_xz, out_yaw: float, in_root_xz, in_yaw: float) -> tuple[float, np.ndarray]:
     """(yaw, move (x, z)) that puts the incoming root (position on the ground, facing) on the outgoing one."""
     yaw = out_yaw - in_yaw
-    return yaw, np.asarray(out_root_xz, float) - features.rotate_xz(yaw, np.asarray(in_root_xz, float))
+    return yaw, np.asarray(out_root_xz, float) - rotate_xz(yaw, np.asarray(in_root_xz, float))
 
 
 def _step_before(rotations, translations, frame: int):
@@ -115,7 +129,7 @@ def offset_decay(offset, velocity, times, seconds: float) -> np.ndarray:
     rate = SPRING_RATE / seconds
     t = np.asarray(times, float).reshape((-1,) + (1,) * np.ndim(offset))
     spring = np.exp(-rate * t) * (offset + (velocity + rate * offset) * t)
-    return spring * (1.0 - features.smoothstep(0.0, seconds, t))
+    return spring * (1.0 - smoothstep(0.0, seconds, t))
 
 
 def _world_entries(placement: int, entries: int) -> list[int]:
@@ -176,11 +190,11 @@ def crossfade(out_after, in_after, twin_root, blend_frames: int, placement: int)
     from where that leaves it."""
     rotations, translations = in_after[0].copy(), in_after[1].copy()
     n = min(blend_frames, len(rotations))
-    weight = features.smoothstep(0.0, blend_frames + 1, np.arange(1, n + 1))
+    weight = smoothstep(0.0, blend_frames + 1, np.arange(1, n + 1))
     rotations[:n] = quat_slerp(out_after[0][:n], in_after[0][:n], weight[:, None])
     translations[:n] = out_after[1][:n] + weight[:, None, None] * (in_after[1][:n] - out_after[1][:n])
     count = min(n + 1, len(rotations))
-    weight = features.smoothstep(0.0, blend_frames + 1, np.arange(1, count + 1))[:, None]
+    weight = smoothstep(0.0, blend_frames + 1, np.arange(1, count + 1))[:, None]
     out_root = np.concatenate([[twin_root], out_after[1][:count, placement, [0, 2]]])
     in_root = np.concatenate([[twin_root], in_after[1][:count, placement, [0, 2]]])
     path = twin_root + np.cumsum((1.0 - weight) * np.diff(out_root, axis=0) + weight * np.diff(in_root, axis=0), axis=0)
@@ -209,7 +223,7 @@ def splice(edit: EditList, clips: list[PreparedClip], frames, placement: int):
         else:
             previous_clip, previous_last = clips[index - 1], frames[index - 1][1]
             root_xz, yaw = _root_at(previous_clip, previous_last)
-            world_xz = features.rotate_xz(out_yaw, root_xz) + out_move
+            world_xz = rotate_xz(out_yaw, root_xz) + out_move
             in_xz, in_yaw = _root_at(clip, first)
             yaw_in, move_in = alignment(world_xz, yaw + out_yaw, in_xz, in_yaw)
             pose = _turn_about_y(yaw_in, move_in, *pose, placement)
@@ -241,7 +255,7 @@ def to_local(reference: bvh.Motion, rotations, translations, placement: int):
     """Placement joint back from world to local values under the reference's still joints above it."""
     parents = np.asarray(reference.parents)
     rotations, translations = rotations.copy(), translations.copy()
-    above = list(features.ancestors(parents, placement))
+    above = list(ancestors(parents, placement))
     rotations[:, above] = reference.rotations[0, above]
     translations[:, above] = reference.positions[0, above]
     if above:

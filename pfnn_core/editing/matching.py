@@ -8,10 +8,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pfnn_core import features
 from pfnn_core.editing.clips import PreparedClip
 from pfnn_core.editing.document import EditError, EditList
-from pfnn_core.phase import phase_distance
+from pfnn_core.math.planar import inverse_rotate_xz
+from pfnn_core.motion.phase import phase_distance
 
 # Phase-match cost = cyclic phase distance (cycles, 0-0.5) + CONTACT_WEIGHT * share of the 4 contact
 # joints in a different state + SHIFT_WEIGHT * seconds the two cut frames moved from where they were asked.
@@ -58,7 +58,7 @@ def feet_in_root_frame(clip: PreparedClip) -> np.ndarray:
     to its facing)."""
     labels = clip.labels
     relative = labels.global_positions[:, labels.contact_joints].copy()
-    relative[..., [0, 2]] = features.inverse_rotate_xz(labels.root_yaw[:, None], relative[..., [0, 2]] - labels.root_xz[:, None])
+    relative[..., [0, 2]] = inverse_rotate_xz(labels.root_yaw[:, None], relative[..., [0, 2]] - labels.root_xz[:, None])
     return relative
 
 

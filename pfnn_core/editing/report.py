@@ -9,11 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core import bvh, features
+from pfnn_core.data.statistics import floor_heights
 from pfnn_core.editing.clips import PreparedClip
 from pfnn_core.editing.document import EditList
 from pfnn_core.editing.matching import JoinMatch
 from pfnn_core.evaluation import measures
+from pfnn_core.motion import bvh
+from pfnn_core.skeleton import hips_joint
 
 # Report: foot skating over SEAM_WINDOW_S centred on each join's twin frame (the instant the pieces share).
 SEAM_WINDOW_S = 0.5
@@ -116,11 +118,11 @@ class EditResult:
 
 def measure(edit, motion, clips, pieces, matches, seams, contacts) -> EditResult:
     """The report's measures: foot skating against the pieces' capture floor (each contact joint's
-    planted height over the clips' labelled contacts, `features.floor_heights`) with the evaluation's
+    planted height over the clips' labelled contacts, `floor_heights`) with the evaluation's
     measure, at each join and over the source clips; root steps; pose pops."""
     dt = 1.0 / edit.fps
     feet = clips[0].labels.contact_joints
-    floor = np.asarray(features.floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts)
+    floor = np.asarray(floor_heights([(c.labels.global_positions[:, feet, 1], c.labels.contacts)
                                                for c in clips]))
     source_clips = {id(c): c for c in clips}
     source_skating = {key: measures.foot_skating(c.labels.global_positions[:, feet], floor, dt)
@@ -139,7 +141,7 @@ def measure(edit, motion, clips, pieces, matches, seams, contacts) -> EditResult
         joins.append(JoinResult(match, seam, moved_out, moved_in,
                                 _steps(output_skating, twin - half, twin + half).mean(), source.mean()))
     mocap = measures.pool_skating(source_skating.values()).mean()
-    root_xz = positions[:, features.hips_joint(motion.names, motion.parents), [0, 2]]
+    root_xz = positions[:, hips_joint(motion.names, motion.parents), [0, 2]]
     step = float(np.linalg.norm(np.diff(root_xz, axis=0), axis=-1).max()) if len(root_xz) > 1 else 0.0
     source_step = max(float(np.linalg.norm(np.diff(c.labels.root_xz, axis=0), axis=-1).max()) if c.num_frames > 1 else 0.0
                       for c in clips)

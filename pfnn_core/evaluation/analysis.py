@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pfnn_core import features, metrics
-from pfnn_core.evaluation import measures
+from pfnn_core.evaluation import measures, metrics
 from pfnn_core.evaluation.reference import MocapReference
 from pfnn_core.evaluation.suite import DriveRecord, ScriptedDrive
+from pfnn_core.skeleton import hips_joint
 
 # Targets (docs/EVALUATION.md says why each one).
 KIND_NAMES = {"walk": "walks", "run": "runs", "back": "backward walks", "side": "side-steps"}
@@ -354,7 +354,7 @@ def suite_rows(records: list[DriveRecord], reference: MocapReference, subject: s
     nonfinite = sum(int(np.size(r.positions) - np.isfinite(r.positions).sum())
                     + sum(int(np.size(v) - np.isfinite(v).sum()) for v in r.log.values()) for r in records)
     body = measures.body_joints(reference.names, reference.parents)
-    hips = features.hips_joint(reference.names, reference.parents)
+    hips = hips_joint(reference.names, reference.parents)
     extent = max(float(np.nanmax(np.linalg.norm(r.positions[:, body] - r.positions[:, [hips]], axis=-1)))
                  for r in records)
     jerk_total = jerk_count = popped = minutes = 0.0

@@ -13,13 +13,21 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core import bvh, features
+from pfnn_core.data.labels import label_clips
+from pfnn_core.data.statistics import motion_kind
 from pfnn_core.evaluation import analysis, report, rollouts
-from pfnn_core.evaluation.reference import (QUICK_CLIPS, clips_on_skeleton, held_out_clips, load_mocap,
-                                            mocap_reference, reference_folder, spread)
+from pfnn_core.evaluation.reference import (
+    QUICK_CLIPS,
+    clips_on_skeleton,
+    held_out_clips,
+    load_mocap,
+    mocap_reference,
+    reference_folder,
+    spread,
+)
 from pfnn_core.evaluation.suite import SUBJECTS, ScriptedDrive, drive_suite, run_subject
 from pfnn_core.jsonfile import read_json
-from pfnn_core.labels import label_clips
+from pfnn_core.motion import bvh
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "assets" / "models" / "default.safetensors"
 ROLLOUT_CLIPS = (2, 8)  # (quick, full) held-out clips the network is rolled out on
@@ -31,7 +39,7 @@ def select_clips(paths, quick: bool) -> list[Path]:
     spread over the styles."""
     if not quick or len(paths) <= QUICK_CLIPS:
         return list(paths)
-    keys = [(features.motion_kind(label), label.style) for label in label_clips(paths)]
+    keys = [(motion_kind(label), label.style) for label in label_clips(paths)]
     kinds = sorted({kind for kind, _ in keys})
     chosen = []
     for kind in kinds:
@@ -57,7 +65,7 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     Returns {"rows": [Row], "summary": {subject: {passed, checked}}, "report", "results", "plots",
     "records": [DriveRecord], "reference": MocapReference, "table"}. ValueError when the reference
     folder has no clip of the model's skeleton."""
-    from pfnn_core.checkpoint import load_checkpoint
+    from pfnn_core.models.checkpoint import load_checkpoint
 
     say = log or (lambda message: None)
     started = time.perf_counter()
@@ -91,7 +99,7 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     held_out, note = held_out_clips(checkpoint.meta, folder)
     held_out = clips_on_skeleton(held_out, names)
     count = ROLLOUT_CLIPS[0 if quick else 1]
-    keys = [(label.style, features.motion_kind(label)) for label in label_clips(held_out)] if held_out else []
+    keys = [(label.style, motion_kind(label)) for label in label_clips(held_out)] if held_out else []
     candidates = [i for i, key in enumerate(keys) if key[1] in MOVING_KINDS + ("unknown",)]
     loaded = load_mocap([held_out[candidates[i]] for i in spread([keys[c] for c in candidates], 2 * count)])
     rolled = rollouts.held_out_rollouts(checkpoint, [c for c in loaded if c.kind in MOVING_KINDS], count)
@@ -128,7 +136,7 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
 
 def drive_from_script(path) -> ScriptedDrive:
     """A `pfnn-drive` script file as a drive of the evaluation (validated by the drive's own parser)."""
-    from pfnn_core import drive as drive_module
+    from pfnn_core.drive import cli as drive_module
 
     script = drive_module.load_script(path)  # validated: errors name the file and the field
     return ScriptedDrive(script.name, tuple(read_json(path, "script")["segments"]), f"script {path}", from_script=True)
@@ -156,7 +164,7 @@ def main(argv=None) -> int:
                         "built-in suite (e.g. scripts/drives/tuning/*.json, the drives to tune settings on)")
     parser.add_argument("--threads", type=int, default=0, help="BLAS/torch threads (0 = all cores)")
     args = parser.parse_args(argv)
-    from pfnn_core.checkpoint import CheckpointError
+    from pfnn_core.models.checkpoint import CheckpointError
 
     if args.threads > 0:
         import torch

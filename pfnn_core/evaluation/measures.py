@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pfnn_core import features
-from pfnn_core.phase import phase_distance
+from pfnn_core.math.planar import inverse_rotate_xz
+from pfnn_core.motion.phase import phase_distance
+from pfnn_core.motion.root import body_frames, to_body_frame
+from pfnn_core.skeleton import hips_joint
 
 CONTACT_BAND = 0.02          # m above a joint's planted level that counts as touching the floor (H)
 MIN_CONTACT_S = 0.1          # a contact lasts at least this long
@@ -162,7 +164,7 @@ def body_joints(names, parents) -> np.ndarray:
     """The joints that move with the body: all but those above the hips (a `joint_Root` that stays at
     the world origin in the bundled files)."""
     parents = np.asarray(parents)
-    hips = features.hips_joint(names, parents)
+    hips = hips_joint(names, parents)
     above, joint = set(), hips
     while parents[joint] >= 0:
         joint = int(parents[joint])
@@ -171,15 +173,15 @@ def body_joints(names, parents) -> np.ndarray:
 
 
 def pose_features(positions, dt: float, names, parents) -> np.ndarray:
-    """[T, J', 6]: each body joint's position in the character's own frame (`features.body_frames`:
+    """[T, J', 6]: each body joint's position in the character's own frame (`body_frames`:
     origin under the hips, x along the hip line, y up) and its world velocity in that frame times
     VELOCITY_SCALE. positions [T, J, 3] world, every dt s."""
     positions = np.asarray(positions, float)
-    origin, yaw = features.body_frames(positions, names, parents)
+    origin, yaw = body_frames(positions, names, parents)
     joints = body_joints(names, parents)
-    local = features.to_body_frame(positions[:, joints], origin, yaw)
+    local = to_body_frame(positions[:, joints], origin, yaw)
     velocity = np.gradient(positions[:, joints], dt, axis=0) if len(positions) > 1 else np.zeros_like(local)
-    velocity[..., [0, 2]] = features.inverse_rotate_xz(yaw[:, None], velocity[..., [0, 2]])
+    velocity[..., [0, 2]] = inverse_rotate_xz(yaw[:, None], velocity[..., [0, 2]])
     return np.concatenate([local, VELOCITY_SCALE * velocity], axis=-1)
 
 
@@ -242,9 +244,9 @@ def pose_pops(positions, limit: float = POP_DISTANCE) -> np.ndarray:
 
 def stance_error(feet, positions, names, parents, stance) -> np.ndarray:
     """[T, K] distance (m) of each contact joint from where the mocap's standing frames put it relative
-    to the hips (`stance` [K, 3] in the body frame of `features.body_frames`)."""
-    origin, yaw = features.body_frames(positions, names, parents)
-    local = features.to_body_frame(feet, origin, yaw)
+    to the hips (`stance` [K, 3] in the body frame of `body_frames`)."""
+    origin, yaw = body_frames(positions, names, parents)
+    local = to_body_frame(feet, origin, yaw)
     return np.linalg.norm(local - np.asarray(stance, float), axis=-1)
 
 

@@ -15,10 +15,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from pfnn_core import bvh, features, metrics
-from pfnn_core.evaluation import measures
-from pfnn_core.contacts import contact_joint_order, foot_joints
-from pfnn_core.labels import LabelRule, label_clips
+from pfnn_core.data.labels import LabelRule, label_clips
+from pfnn_core.data.normalise import split_by_clip
+from pfnn_core.data.statistics import floor_heights, motion_kind, standing_stance
+from pfnn_core.evaluation import measures, metrics
+from pfnn_core.features.contract import gait_from_speed
+from pfnn_core.motion import bvh
+from pfnn_core.motion.gait_labels import STANDING_MAX_SPEED, GaitLabels, gait_labels
+from pfnn_core.skeleton import contact_joint_order, foot_joints
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_BVH_DIR = ROOT_DIR / "assets" / "bvh"
@@ -32,15 +36,15 @@ STYLE_SKATING_MIN_S = 60.0  # a style's own skating figure for a kind needs this
 class MocapClip:
     path: Path
     style: str
-    kind: str                  # features.motion_kind: walk, run, back, side, stand, other
+    kind: str                  # motion_kind: walk, run, back, side, stand, other
     positions: np.ndarray      # [F, J, 3] world joint positions (m)
     dt: float
     motion: object = field(repr=False)
 
     @cached_property
-    def labels(self) -> features.ClipLabels:
+    def labels(self) -> GaitLabels:
         """The pipeline's contacts and phase (made only when needed: floor levels, stance)."""
-        return features.clip_labels(self.motion)
+        return gait_labels(self.motion)
 
 
 def bvh_joint_names(path) -> list[str]:
@@ -77,7 +81,7 @@ def reference_folder(meta: dict, bvh_dir=None) -> Path:
 def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
     """The checkpoint's validation clips found in bvh_dir, and a note on where the list came from.
 
-    `data.val_files` when the checkpoint stores it; otherwise `features.split_by_clip` repeated over the
+    `data.val_files` when the checkpoint stores it; otherwise `split_by_clip` repeated over the
     stored file list with the training run's seed and validation fraction; when neither names a file
     in bvh_dir, every clip there, marked as possibly trained on."""
     data = meta.get("data") or {}
@@ -87,7 +91,7 @@ def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
     elif files:
         config = (meta.get("training") or {}).get("config") or {}
         stand_in = SimpleNamespace(clip=np.arange(len(files)), clip_labels=[])
-        _, val_ids = features.split_by_clip(stand_in, float(config.get("val_fraction", 0.1)), int(config.get("seed", 0)))
+        _, val_ids = split_by_clip(stand_in, float(config.get("val_fraction", 0.1)), int(config.get("seed", 0)))
         names, note = {files[i] for i in val_ids}, "validation split repeated from the training seed"
     else:
         names = set()
@@ -115,17 +119,17 @@ def spread(keys, count: int) -> list[int]:
 def load_mocap(paths, label_rule: LabelRule | None = None) -> list[MocapClip]:
     """The clips at their own frame rate with their labels (style, kind); a clip without a content
     label is a standing clip, a walk or a run by its mean speed."""
-    from pfnn_core.inspect import mean_ground_speed
+    from pfnn_core.data.inspector import mean_ground_speed
 
     paths = [Path(p) for p in paths]
     clips = []
     for path, label in zip(paths, label_clips(paths, label_rule)):
         motion = bvh.load(path)
-        kind = features.motion_kind(label)
+        kind = motion_kind(label)
         if kind == "unknown":
             speed = mean_ground_speed(motion)
-            kind = "stand" if speed < features.STANDING_MAX_SPEED else (
-                "run" if np.argmax(features.gait_from_speed(speed)) == 2 else "walk")
+            kind = "stand" if speed < STANDING_MAX_SPEED else (
+                "run" if np.argmax(gait_from_speed(speed)) == 2 else "walk")
         clips.append(MocapClip(path, label.style, kind, motion.global_positions(), motion.frame_time, motion))
     return clips
 
@@ -173,7 +177,7 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
     if meta.get("floor_heights"):
         floor, floor_source = np.asarray(meta["floor_heights"], float), "stored in the checkpoint (training mocap)"
     else:
-        floor = np.asarray(features.floor_heights([(c.labels.global_positions[:, contact_joints, 1], c.labels.contacts)
+        floor = np.asarray(floor_heights([(c.labels.global_positions[:, contact_joints, 1], c.labels.contacts)
                                                     for c in moving]), float)
         floor_source = "measured on the reference clips (the checkpoint stores none)"
 
@@ -209,7 +213,7 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
         spread_m = np.linalg.norm(np.asarray(stored.get("spread") or np.zeros_like(stance), float), axis=-1)
         stance_spread = float(np.sqrt(np.mean(spread_m ** 2)))
     else:
-        stance_frames = [s for s in (features.standing_stance(c.labels, names, parents) for c in clips
+        stance_frames = [s for s in (standing_stance(c.labels, names, parents) for c in clips
                                      if c.kind == "stand") if s is not None]
         stance = np.concatenate(stance_frames).mean(axis=0) if stance_frames else None
         stance_spread = (float(np.sqrt(np.mean(np.sum((np.concatenate(stance_frames) - stance) ** 2, axis=-1))))

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core import metrics
+from pfnn_core.evaluation import metrics
 from pfnn_core.evaluation.analysis import Row
-from pfnn_core.evaluation.suite import SUBJECTS, DriveRecord
+from pfnn_core.evaluation.suite import SUBJECTS
+from pfnn_core.motion.root import body_frames, to_body_frame
 
 
 def summary(rows: list[Row]) -> dict:
@@ -125,13 +126,12 @@ def plot_drive(path: Path, records: dict, contact_joints, floor) -> Path:
 
 def plot_filmstrip(path: Path, records: dict, names, parents, times=None, frames: int = 8) -> Path:
     """The skeleton at `frames` moments (default spread over the drive) in the character's own frame
-    (`features.body_frames`): from its left side (forward to the right, up) and from above (its left
+    (`body_frames`): from its left side (forward to the right, up) and from above (its left
     up the page... forward up), two rows per subject; the left side in orange, the floor in grey."""
     from matplotlib.figure import Figure
 
-    from pfnn_core import features
-    from pfnn_core.contacts import joint_side
     from pfnn_core.evaluation.measures import body_joints
+    from pfnn_core.skeleton import joint_side
 
     parents = np.asarray(parents)
     body = set(body_joints(names, parents).tolist())
@@ -144,8 +144,8 @@ def plot_filmstrip(path: Path, records: dict, names, parents, times=None, frames
     for row, (subject, record) in enumerate(records.items()):
         for column, time in enumerate(times):
             frame = min(int(round(time / record.dt)), len(record.t) - 1)
-            origin, yaw = features.body_frames(record.positions[frame:frame + 1], names, parents)
-            pose = features.to_body_frame(record.positions[frame:frame + 1], origin, yaw)[0]
+            origin, yaw = body_frames(record.positions[frame:frame + 1], names, parents)
+            pose = to_body_frame(record.positions[frame:frame + 1], origin, yaw)[0]
             # side: forward (body z) to the right, up; top: forward up, the left (body +x) to the left
             for view, (horizontal, vertical, flip) in enumerate(((2, 1, 1.0), (0, 2, -1.0))):
                 axis = axes[2 * row + view, column]

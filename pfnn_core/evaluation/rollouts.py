@@ -12,10 +12,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pfnn_core import features, metrics
-from pfnn_core.evaluation import measures
-from pfnn_core.evaluation.analysis import (MAX_PHASE_DRIFT, MIN_CONTACT_F1, MIN_TRAJECTORY_CORRELATION,
-                                           PHASE_ROLLOUT_S, Row, at_least, at_most)
+from pfnn_core.evaluation import measures, metrics
+from pfnn_core.evaluation.analysis import (
+    MAX_PHASE_DRIFT,
+    MIN_CONTACT_F1,
+    MIN_TRAJECTORY_CORRELATION,
+    PHASE_ROLLOUT_S,
+    Row,
+    at_least,
+    at_most,
+)
+from pfnn_core.features import samples
+from pfnn_core.features.contract import SIM_FPS
+from pfnn_core.features.layout import ModelLayout
+from pfnn_core.features.samples import ClipFeatures
+from pfnn_core.models.pfnn_network import Network
 
 CONTACT_THRESHOLD = 0.5
 
@@ -44,7 +55,7 @@ class Rollout:
         return float(metrics.phase_consistency(self.predicted_path, self.mocap_path))
 
 
-def rollout_on_clip(network, clip: features.ClipFeatures, name: str, style=None) -> Rollout:
+def rollout_on_clip(network, clip: ClipFeatures, name: str, style=None) -> Rollout:
     """Run the network through a clip at the simulation rate: the input trajectory from the mocap, the
     network's own pose fed back, its phase advanced by its own dphase from the clip's first phase.
     `style`: the clip's style weights [S] for a style model."""
@@ -71,23 +82,23 @@ def rollout_on_clip(network, clip: features.ClipFeatures, name: str, style=None)
 
     def root_path(y):
         parts = y_layout.unpack(np.asarray(y, dtype=np.float64))
-        return metrics.integrate_root_motion(parts["root_vel"], parts["root_yaw_rate"][..., 0], 1.0 / features.SIM_FPS)[0]
+        return metrics.integrate_root_motion(parts["root_vel"], parts["root_yaw_rate"][..., 0], 1.0 / SIM_FPS)[0]
 
     predicted = y_layout.unpack(predictions)["contacts"] > CONTACT_THRESHOLD
     labelled = y_layout.unpack(np.asarray(clip.y, np.float64))["contacts"] > CONTACT_THRESHOLD
     return Rollout(clip=name, predicted_contacts=predicted, labelled_contacts=labelled, network_phase=phases,
                    labelled_phase=np.asarray(clip.phase, float), predicted_path=root_path(predictions),
-                   mocap_path=root_path(clip.y), dt=1.0 / features.SIM_FPS)
+                   mocap_path=root_path(clip.y), dt=1.0 / SIM_FPS)
 
 
 def held_out_rollouts(checkpoint, clips, count: int) -> list[Rollout]:
     """Rollouts on up to `count` moving held-out clips (reference.MocapClip, spread over styles and kinds)
     at least PHASE_ROLLOUT_S long when any is."""
-    from pfnn_core import bvh, runtime
     from pfnn_core.evaluation.reference import spread
+    from pfnn_core.motion import bvh
 
-    network = runtime.Network(checkpoint, device="cpu")
-    layouts = features.ModelLayout(network.x_layout, network.y_layout)
+    network = Network(checkpoint, device="cpu")
+    layouts = ModelLayout(network.x_layout, network.y_layout)
     styles = list((checkpoint.meta.get("styles") or {}).get("names") or [])
     num_styles = int(getattr(checkpoint.config, "num_styles", 0) or 0)
     moving = [c for c in clips if c.kind in ("walk", "run", "back", "side")]
@@ -95,7 +106,7 @@ def held_out_rollouts(checkpoint, clips, count: int) -> list[Rollout]:
     chosen = [long_enough[i] for i in spread([(c.style, c.kind) for c in long_enough], count)]
     rollouts = []
     for clip in chosen:
-        clip_features = features.clip_features(bvh.load(clip.path), layouts,
+        clip_features = samples.clip_features(bvh.load(clip.path), layouts,
                                                runs=None if clip.kind == "stand" else clip.kind == "run")
         style = None
         if num_styles:

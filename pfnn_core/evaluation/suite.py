@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core import metrics
-from pfnn_core.settings import RuntimeSettings
+from pfnn_core.evaluation import metrics
+from pfnn_core.runtime.settings import RuntimeSettings
 
 SUBJECTS = ("network", "runtime")
 LOG_COLUMNS = ("t", "cmd_vx", "cmd_vz", "cmd_face_x", "cmd_face_z", "root_x", "root_z", "root_yaw", "phase",
@@ -180,7 +180,7 @@ def subject_settings(subject: str, meta: dict) -> RuntimeSettings:
 def run_subject(drive: ScriptedDrive, subject: str, checkpoint, out_dir: Path | None) -> DriveRecord:
     """Run one drive as one subject with `pfnn_core.drive`; writes script.json, motion.bvh and log.csv
     into out_dir/SUBJECT/ when given (`pfnn-drive --script` replays the script)."""
-    from pfnn_core import drive as drive_module
+    from pfnn_core.drive import cli as drive_module
 
     settings = subject_settings(subject, checkpoint.meta)
     folder = None
