@@ -56,21 +56,21 @@ class LiveSource:
 
     @classmethod
     def from_checkpoint(cls, path, settings, crowd: int = 1) -> "LiveSource":
-        from pfnn_core.models.checkpoint import load_checkpoint
+        from pfnn_core.models.registry import load_checkpoint
         from pfnn_core.runtime.character import Character
 
         checkpoint = load_checkpoint(path)
-        settings.apply_style(checkpoint.meta, None)  # the default style's full-stick speeds
+        settings.apply_style(checkpoint.card, None)  # the default style's full-stick speeds
         character = Character(checkpoint, settings=settings, batch=crowd, positions=crowd_positions(crowd))
         return cls(character, str(path), checkpoint)
 
     def swap_model(self, path) -> None:
         """Hot swap: the characters keep their place, heading and trajectory."""
-        from pfnn_core.models.checkpoint import load_checkpoint
+        from pfnn_core.models.registry import load_checkpoint
 
         checkpoint = load_checkpoint(path)
         self.character.swap_model(checkpoint)
-        self.character.settings.apply_style(checkpoint.meta, None)
+        self.character.settings.apply_style(checkpoint.card, None)
         self.path, self.checkpoint = str(path), checkpoint
 
     @property
@@ -85,7 +85,7 @@ class LiveSource:
     @property
     def style_names(self) -> list[str]:
         """The model's styles in its style input's order (empty without a style input)."""
-        return list(self.character.network.style_names) if self.character.network.num_styles else []
+        return list(self.character.model.style_names) if self.character.model.num_styles else []
 
     @property
     def style_weights(self) -> np.ndarray:
@@ -98,10 +98,10 @@ class LiveSource:
 
     @property
     def timings(self) -> dict:
-        return {**self.character.state.timings, "device": str(self.character.network.device)}
+        return {**self.character.state.timings, "device": str(self.character.model.device)}
 
     def summary(self) -> list[str]:
-        return checkpoint_summary(self.checkpoint, self.character.network.device) if self.checkpoint else []
+        return checkpoint_summary(self.checkpoint, self.character.model.device) if self.checkpoint else []
 
     def step(self, command, dt: float) -> None:
         self.last_command = command
@@ -120,7 +120,7 @@ class LiveSource:
         self.character.state = self.character.previous_state = state
 
     def frames(self) -> list[SceneFrame]:
-        network, state = self.character.network, self.character.state
+        network, state = self.character.model, self.character.state
         contact_joints, names = np.asarray(network.contact_joints), tuple(network.names)
         return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0,
                                    offsets=network.offsets) for b in range(state.batch_size)]

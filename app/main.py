@@ -194,7 +194,7 @@ class Viewer:
             self.state.model.error = failure_message("load", text and self.state.resolve(text), error)
             return False
         self.live_source = live
-        self.state.model_defaults = RuntimeSettings.from_checkpoint_meta(live.checkpoint.meta)
+        self.state.model_defaults = RuntimeSettings.for_model(live.checkpoint.card)
         self.state.model.error = ""
         self.state.model.path = path
         self.state.model.summary = summary
@@ -330,7 +330,7 @@ class Viewer:
             return
         panel.running = running
         for settings in (self.state.settings, self.state.model_defaults):
-            settings.apply_style(live.checkpoint.meta, np.asarray(running))
+            settings.apply_style(live.checkpoint.card, np.asarray(running))
         if not panel.blending and max(running) >= ONE_HOT:
             panel.selected = dominant_style(panel.names, running)
 

@@ -38,8 +38,9 @@ import torch  # noqa: E402
 
 from pfnn_core.features.layout import make_layouts
 from pfnn_core.features.samples import clip_features
-from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint  # noqa: E402
+from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.pfnn import PFNN, ModelConfig  # noqa: E402
+from pfnn_core.models.registry import load_checkpoint  # noqa: E402
 from pfnn_core.motion import bvh  # noqa: E402
 from pfnn_core.motion.phase import stride_statistics  # noqa: E402
 from pfnn_core.runtime.character import Character  # noqa: E402
@@ -120,7 +121,7 @@ def section_tick(models, ticks):
         checkpoint = load_checkpoint(path)
         for device, runner in paths:
             character, command = walking(checkpoint, 1, device, runner)
-            forward, forward_cpu = timed(forward_call(character.network, 1), ticks)
+            forward, forward_cpu = timed(forward_call(character.model, 1), ticks)
             tick, tick_cpu = timed(lambda: character.tick(command, DT), ticks)
             met = "met" if tick <= max(3 * forward, 0.5) else "not met"
             print(f"| {label} | {device}/{runner} | {forward:.3f} ({forward_cpu:.3f}) | {tick:.3f} ({tick_cpu:.3f}) | "
@@ -138,7 +139,7 @@ def section_batch(label, path, ticks):
         for batch in (1, 64, 256, 1024):
             character, command = walking(checkpoint, batch, mode=mode)
             calls = max(10, ticks // max(1, batch // 16))
-            forward, forward_cpu = timed(forward_call(character.network, batch, mode), calls)
+            forward, forward_cpu = timed(forward_call(character.model, batch, mode), calls)
             tick, tick_cpu = timed(lambda: character.tick(command, DT), calls)
             single = tick_cpu if batch == 1 else single
             aim = f"<= {aims[batch]:g} ms: {'met' if tick_cpu <= aims[batch] else 'not met'}" if batch in aims else ""
@@ -150,7 +151,7 @@ def section_modes(label, path):
     """Error of the binned modes on the inputs an exact drive produced (circle script)."""
     checkpoint = load_checkpoint(path)
     character, _ = walking(checkpoint, 1)
-    network = character.network
+    network = character.model
     inputs, phases = [], []
     predict = network.predict
 

@@ -10,8 +10,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from pfnn_core.models.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from pfnn_core.models.checkpoint import CheckpointError
 from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.checkpoint import save_checkpoint
+from pfnn_core.models.registry import load_checkpoint
 
 IN, OUT = 10, 6
 
@@ -30,7 +32,7 @@ def make_norm():
     return (rng.normal(size=IN), rng.random(IN) + 0.5, rng.normal(size=OUT), rng.random(OUT) + 0.5)
 
 
-META = {"skeleton": {"names": ["Hips", "Spine"], "parents": [-1, 0]}, "stride": {"walk": 1.3},
+META = {"skeleton": {"names": ["Hips", "Spine"], "parents": [-1, 0], "offsets": [[0.0, 1.0, 0.0], [0.0, 0.2, 0.0]]}, "stride": {"walk": 1.3},
         "training": {"epochs": 3, "seed": 7}}
 LAYOUT = None  # the real FeatureLayout round trip is covered in test_train.py
 
@@ -54,7 +56,7 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path, form):
 def test_training_state_round_trip(tmp_path):
     state = {"optimizer.0.exp_avg": torch.randn(3, 4), "rng.torch": torch.get_rng_state()}
     path = save_checkpoint(tmp_path / "r.safetensors", make_model(), LAYOUT, make_norm(),
-                           {"resume": {"epoch": 2}}, training_state=state)
+                           {**META, "resume": {"epoch": 2}}, training_state=state)
     loaded = load_checkpoint(path)
     assert loaded.meta["resume"] == {"epoch": 2}
     assert set(loaded.training_state) == set(state)

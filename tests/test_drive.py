@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pfnn_core.drive.cli import LOG_COLUMNS, ScriptError, load_script, main, parse_script, run_drive
-from pfnn_core.models.checkpoint import load_checkpoint
+from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.motion import bvh
 
 ROOT = Path(__file__).resolve().parents[1]

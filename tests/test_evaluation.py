@@ -10,8 +10,11 @@ from pfnn_core.evaluation import cli, reference, rollouts, suite
 from pfnn_core.evaluation.analysis import Row
 from pfnn_core.features.layout import make_layouts
 from pfnn_core.features.samples import clip_features
-from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.base import ModelOutput
+from pfnn_core.models.checkpoint import save_checkpoint
+from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.motion import bvh
+from pfnn_core.runtime.settings import RuntimeSettings
 
 QUICK_DRIVES = ["idle", "walk_start", "run_walk_stop", "side_steps", "backpedal"]
 
@@ -97,7 +100,8 @@ def test_report_shows_both_subjects_side_by_side_network_first(random_run, capsy
 
 def test_the_shipped_model_beats_a_barely_trained_one_on_realism_and_skating(tmp_path, walk_motion):
     """A model trained one epoch on four clips against the shipped one, bare network, same drives."""
-    from pfnn_core.training.train import TrainConfig, train
+    from pfnn_core.training.config import TrainConfig
+    from pfnn_core.training.loop import train
 
     folder = DEFAULT_MODEL.parents[1] / "bvh" / "bandai-namco-ds2"
     clips = [str(folder / f"dataset-2_{name}_normal_001.bvh.gz") for name in ("walk", "run", "walk-turn-left")]
@@ -145,17 +149,20 @@ class TeacherNetwork:
         self.x_layout, self.y_layout = layouts
         self.outputs, self.calls = clip.y, 0
 
-    def predict(self, x, phase):
+    def initial_model_state(self, batch):
+        return {}
+
+    def step(self, inputs):
         y = self.outputs[self.calls:self.calls + 1].astype(np.float64)
         self.calls += 1
-        return y
+        return ModelOutput(y, inputs.state)
 
 
 def test_a_perfect_network_rolls_out_with_the_labels(bvh_dir):
     motion = bvh.load(bvh_dir / "dataset-2_walk-turn-left_normal_001.bvh.gz")
     layouts = make_layouts(motion.num_joints)
     clip = clip_features(motion, layouts, runs=False)
-    rollout = rollouts.rollout_on_clip(TeacherNetwork(clip, layouts), clip, "turn")
+    rollout = rollouts.rollout_on_clip(TeacherNetwork(clip, layouts), clip, "turn", settings=RuntimeSettings())
     assert rollout.contact_f1 == 1.0
     assert rollout.phase_drift_at(4.0) < 0.02  # the labelled dphase integrated: the labels to rounding
     assert rollout.correlation == pytest.approx(1.0)

@@ -185,7 +185,7 @@ def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
     from conftest import DEFAULT_MODEL, ROOT
 
     from pfnn_core.evaluation import analysis, reference
-    from pfnn_core.models.checkpoint import load_checkpoint
+    from pfnn_core.models.registry import load_checkpoint
 
     meta = load_checkpoint(DEFAULT_MODEL).meta
     folder = ROOT / "assets" / "bvh" / "bandai-namco-ds2-styles"

@@ -2,9 +2,10 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.pfnn import PFNN, ModelConfig
-from pfnn_core.models.pfnn_network import CONSTANT_BINS, LINEAR_BINS, Network
+from pfnn_core.models.pfnn_network import CONSTANT_BINS, LINEAR_BINS, PFNNModel
+from pfnn_core.models.registry import load_checkpoint
 
 
 def _inputs(network, batch, seed=0):
@@ -28,11 +29,11 @@ def _torch_reference(checkpoint, x, phase, style=None):
 
 def test_folded_cpu_network_equals_the_torch_model(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
-    network = Network(checkpoint, device="cpu", path="numpy")
+    network = PFNNModel(checkpoint, device="cpu", backend="numpy")
     x, phase = _inputs(network, 5)
     expected = _torch_reference(checkpoint, x, phase)
     np.testing.assert_allclose(network.predict(x, phase), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
-    torch_path = Network(checkpoint, device="cpu", path="torch")
+    torch_path = PFNNModel(checkpoint, device="cpu", backend="torch")
     np.testing.assert_allclose(torch_path.predict(x, phase), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
     # one character at a time gives the same rows
     single = np.concatenate([network.predict(x[i:i + 1], phase[i:i + 1]) for i in range(5)])
@@ -40,7 +41,7 @@ def test_folded_cpu_network_equals_the_torch_model(random_checkpoint):
 
 
 def test_binned_modes_are_exact_at_their_bins_and_close_between(random_checkpoint):
-    network = Network(load_checkpoint(random_checkpoint), device="cpu", path="numpy")
+    network = PFNNModel(load_checkpoint(random_checkpoint), device="cpu", backend="numpy")
     network.set_beta(4.0)  # kernels far enough apart that the phase matters
     x, _ = _inputs(network, 1)
     exact = lambda p: network.predict(np.repeat(x, len(p), 0), p)  # noqa: E731
@@ -62,14 +63,14 @@ def test_binned_modes_are_exact_at_their_bins_and_close_between(random_checkpoin
 def test_each_network_owns_its_model(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
     before = {k: v.clone() for k, v in checkpoint.model.state_dict().items()}
-    network = Network(checkpoint, device="cpu", path="torch")
+    network = PFNNModel(checkpoint, device="cpu", backend="torch")
     network.set_beta(3.0)
     with torch.no_grad():
         network.model.layers[0].weight.mul_(2.0)
     assert network.model is not checkpoint.model and checkpoint.model.beta == checkpoint.config.beta
     for name, value in checkpoint.model.state_dict().items():
         assert torch.equal(value, before[name])
-    other = Network(checkpoint, device="cpu", path="torch")
+    other = PFNNModel(checkpoint, device="cpu", backend="torch")
     assert other.beta == checkpoint.config.beta and not torch.equal(other.model.layers[0].weight,
                                                                     network.model.layers[0].weight)
 
@@ -87,7 +88,7 @@ def test_style_weights_reach_every_layer(walk_motion, tmp_path):
             layer.weight.normal_(0.0, 0.3)
     styled = save_checkpoint(tmp_path / "styled.safetensors", model, plain.layout, plain.norm, plain.meta)
     checkpoint = load_checkpoint(styled)
-    network = Network(checkpoint, device="cpu", path="numpy")
+    network = PFNNModel(checkpoint, device="cpu", backend="numpy")
     x, phase = _inputs(network, 2)
     style = np.array([[1.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
     expected = _torch_reference(checkpoint, x, phase, style)
@@ -102,17 +103,17 @@ def test_floor_heights_come_from_the_checkpoint_and_bad_ones_are_named(walk_moti
 
     good = make_random_checkpoint(walk_motion, tmp_path / "floor.safetensors",
                                   extra_meta={"floor_heights": [0.11, 0.04, 0.12, 0.05]})
-    np.testing.assert_allclose(Network(load_checkpoint(good), device="cpu").floor_heights, [0.11, 0.04, 0.12, 0.05])
+    np.testing.assert_allclose(PFNNModel(load_checkpoint(good), device="cpu").floor_heights, [0.11, 0.04, 0.12, 0.05])
     bad = make_random_checkpoint(walk_motion, tmp_path / "bad.safetensors", extra_meta={"floor_heights": [0.1, 0.2]})
     with pytest.raises(ValueError, match="floor_heights"):
-        Network(load_checkpoint(bad), device="cpu")
+        PFNNModel(load_checkpoint(bad), device="cpu")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_and_cpu_networks_agree(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
-    cpu = Network(checkpoint, device="cpu", path="numpy")
-    cuda = Network(checkpoint, device="cuda", path="torch")
+    cpu = PFNNModel(checkpoint, device="cpu", backend="numpy")
+    cuda = PFNNModel(checkpoint, device="cuda", backend="torch")
     for batch in (1, 7, 64):
         x, phase = _inputs(cpu, batch, seed=batch)
         expected = cpu.predict(x, phase)
@@ -137,7 +138,7 @@ def test_stride_lengths_follow_each_styles_statistics(walk_motion, tmp_path):
     config = ModelConfig(**{**checkpoint.config.to_dict(), "num_styles": 3})
     styled = save_checkpoint(tmp_path / "styled.safetensors", PFNN(config), checkpoint.layout, checkpoint.norm,
                              checkpoint.meta)
-    network = Network(load_checkpoint(styled), device="cpu")
+    network = PFNNModel(load_checkpoint(styled), device="cpu")
     speed = np.array([1.0, 1.0, 1.0, 1.0, 3.0])
     style = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.5, 0.5, 0], [0, 1, 0]], float)
     # 'short' at 1.0 m/s: 0.8 m; 'long': 1.4 m; 'bare' (no statistics): the pooled 1.2 m; a half blend

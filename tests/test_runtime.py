@@ -9,8 +9,9 @@ import torch
 from pfnn_core.evaluation import measures
 from pfnn_core.features.contract import TRAJ_OFFSETS
 from pfnn_core.math.quat import quat_from_yaw, quat_to_yaw, wrap_angle
-from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.motion.kinematics import forward_kinematics
 from pfnn_core.runtime import tick as tick_module
 from pfnn_core.runtime.character import Character
@@ -50,7 +51,7 @@ def test_the_shipped_model_walks_where_it_is_told_with_planted_feet():
     for _ in range(240):
         state = character.tick(command, DT)
         positions.append(state.root_pos[0, [0, 2]].copy())
-        feet.append(state.world_joint_pos[0, character.network.contact_joints][:, [0, 2]].copy())
+        feet.append(state.world_joint_pos[0, character.model.contact_joints][:, [0, 2]].copy())
     positions, feet = np.array(positions[120:]), np.array(feet[120:])
     velocity = (positions[-1] - positions[0]) / (len(positions) - 1) / DT
     assert np.linalg.norm(velocity) == pytest.approx(character.settings.walk_speed, rel=0.1)
@@ -95,9 +96,9 @@ def test_stepping_one_state_twice_gives_the_same_tick(random_checkpoint):
     character = Character(load_checkpoint(random_checkpoint))
     walk = command_from_world_move([0.0, 1.0], False, character.settings)
     state = drive(character, walk, 10)
-    first = step(state, walk, character.settings, DT, character.network)
-    other = step(state, stand_command(), character.settings, DT, character.network)  # a branch
-    again = step(state, walk, character.settings, DT, character.network)
+    first = step(state, walk, character.settings, DT, character.model)
+    other = step(state, stand_command(), character.settings, DT, character.model)  # a branch
+    again = step(state, walk, character.settings, DT, character.model)
     for name in ("world_joint_pos", "traj_past_pos", "root_pos"):
         np.testing.assert_array_equal(getattr(first, name), getattr(again, name))
     assert not np.array_equal(first.traj_past_pos, other.traj_past_pos)
@@ -106,28 +107,28 @@ def test_stepping_one_state_twice_gives_the_same_tick(random_checkpoint):
 def test_torch_and_numpy_paths_agree(random_checkpoint):
     states = []
     for path in ("numpy", "torch"):
-        character = Character(load_checkpoint(random_checkpoint), device="cpu", path=path)
+        character = Character(load_checkpoint(random_checkpoint), device="cpu", backend=path)
         states.append(drive(character, command_from_world_move([0.0, 1.0], False, character.settings), 30))
     np.testing.assert_allclose(states[0].world_joint_pos, states[1].world_joint_pos, atol=1e-3)
     np.testing.assert_allclose(states[0].root_pos, states[1].root_pos, atol=1e-4)
 
 
 def test_beta_change_reaches_the_model_next_tick_within_the_models_range(random_checkpoint):
-    character = Character(load_checkpoint(random_checkpoint), device="cpu", path="numpy")
+    character = Character(load_checkpoint(random_checkpoint), device="cpu", backend="numpy")
     assert character.setting_limits["beta"] == (4.0, 16.0)  # trained at 8
     character.settings.beta = 5.5
     character.tick(stand_command(), DT)
-    assert character.network.folded.beta == 5.5 and character.network.model.beta == 5.5
+    assert character.model.folded.beta == 5.5 and character.model.model.beta == 5.5
     character.settings.beta = 64.0
     character.tick(stand_command(), DT)
-    assert character.settings.beta == 16.0 and character.network.model.beta == 16.0
+    assert character.settings.beta == 16.0 and character.model.model.beta == 16.0
     assert any("beta" in message and "16" in message for message in character.take_messages())
 
 
 def test_foot_locking_pins_a_planted_foot(random_checkpoint):
     settings = RuntimeSettings(lock_release_distance=1.0)
     character = Character(load_checkpoint(random_checkpoint), settings)
-    joints = character.network.contact_joints
+    joints = character.model.contact_joints
     state = drive(character, stand_command(), 30)
     pinned = state.lock_active[0]
     assert pinned.any()
@@ -197,10 +198,10 @@ def test_a_settled_state_moved_elsewhere_equals_settling_there(random_checkpoint
     # Both then go on the same way relative to their own facing.
     state_a, state_b = here.state, there
     for _ in range(30):
-        state_a = step(state_a, command, here.settings, DT, here.network)
-        state_b = step(state_b, turned, here.settings, DT, here.network)
+        state_a = step(state_a, command, here.settings, DT, here.model)
+        state_b = step(state_b, turned, here.settings, DT, here.model)
     # (the placement node above the hips hangs unturned by its offset: not part of the body)
-    body = here.network.plan.body
+    body = here.model.plan.body
     local_a = (state_a.world_joint_pos[:, body] - state_a.root_pos[:, None]) @ turn
     np.testing.assert_allclose(local_a, state_b.world_joint_pos[:, body] - state_b.root_pos[:, None], atol=1e-6)
 
@@ -215,7 +216,7 @@ def test_a_stop_settles_both_feet_in_the_mocaps_stance_within_a_second(tmp_path)
     checkpoint = load_checkpoint(save_checkpoint(tmp_path / "stance.safetensors", shipped_model.model,
                                                  shipped_model.layout, shipped_model.norm, meta))
     character = Character(checkpoint)
-    network = character.network
+    network = character.model
     drive(character, command_from_world_move([0.6, 0.8], False, character.settings), 100)  # stopped mid-stride
     poses = np.array([character.tick(stand_command(), DT).world_joint_pos[0].copy() for _ in range(90)])
     feet = poses[:, network.contact_joints]
@@ -238,7 +239,7 @@ def test_a_released_stick_hands_the_root_to_the_command_only_where_settling_step
     original = tick_module.root_motion
     monkeypatch.setattr(tick_module, "root_motion", lambda *args, **kw: seen.append(np.array(args[12])) or original(*args, **kw))
     checkpoint = load_checkpoint(DEFAULT_MODEL)
-    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    settings = RuntimeSettings.for_model(checkpoint.card)
     settings.foot_locking = foot_locking
     character = Character(checkpoint, settings)
     drive(character, command_from_world_move([0.0, 1.0], False, settings), 30)
@@ -254,7 +255,7 @@ def test_the_stride_scale_sets_the_cadence_at_a_given_speed():
     checkpoint = load_checkpoint(DEFAULT_MODEL)
     cycles, speeds = [], []
     for scale in (1.0, 0.5):
-        settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+        settings = RuntimeSettings.for_model(checkpoint.card)
         settings.stride_scale = scale
         character = Character(checkpoint, settings)
         command = command_from_world_move([0.0, 1.0], False, settings)
@@ -272,7 +273,7 @@ def test_the_stride_scale_sets_the_cadence_at_a_given_speed():
 
 def test_never_varying_input_features_are_held_at_their_training_value(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
-    network = Character(checkpoint, settle_ticks=0, device="cpu", path="numpy").network
+    network = Character(checkpoint, settle_ticks=0, device="cpu", backend="numpy").model
     layout = network.x_layout
     # The current trajectory sample is always the root itself in the data: std at the floor.
     current = layout.slice("traj_pos").start + 2 * (len(TRAJ_OFFSETS) // 2)
@@ -285,20 +286,20 @@ def test_never_varying_input_features_are_held_at_their_training_value(random_ch
 
 def test_the_bare_network_preset_moves_the_root_by_the_networks_own_prediction(random_checkpoint):
     checkpoint = load_checkpoint(random_checkpoint)
-    settings = RuntimeSettings.bare_network(checkpoint.meta, checkpoint.config)
+    settings = RuntimeSettings.bare_network(checkpoint.card)
     character = Character(checkpoint, settings)
     command = command_from_world_move([0.4, 0.9], False, settings)
     state = drive(character, command, 20)
     yaw, root, phase = quat_to_yaw(state.root_rot)[0], state.root_pos[0].copy(), state.phase.copy()
-    predict, outputs = character.network.predict, []
+    predict, outputs = character.model.predict, []
 
     def recorded(*args, **kwargs):
         outputs.append(predict(*args, **kwargs))
         return outputs[-1]
 
-    character.network.predict = recorded
+    character.model.predict = recorded
     new = character.tick(command, DT)
-    y = character.network.y_layout.unpack(outputs[0])
+    y = character.model.y_layout.unpack(outputs[0])
     local = y["root_vel"][0]
     world = np.array([np.cos(yaw) * local[0] + np.sin(yaw) * local[1], -np.sin(yaw) * local[0] + np.cos(yaw) * local[1]])
     np.testing.assert_allclose(new.root_vel[0], world, atol=1e-12)
@@ -320,9 +321,9 @@ def test_the_floor_comes_from_the_checkpoint_or_the_settled_pose_with_a_warning(
     with caplog.at_level(logging.WARNING, logger="pfnn_core.runtime"):
         character = Character(load_checkpoint(stored))
     assert "floor_heights" not in caplog.text
-    np.testing.assert_allclose(character.network.floor_heights, [0.117, 0.043, 0.118, 0.044])
+    np.testing.assert_allclose(character.model.floor_heights, [0.117, 0.043, 0.118, 0.044])
     state = drive(character, command_from_world_move([0.0, 1.0], False, character.settings), 60)
-    heights = state.world_joint_pos[0, character.network.contact_joints, 1]
+    heights = state.world_joint_pos[0, character.model.contact_joints, 1]
     assert np.all(heights >= np.array([0.117, 0.043, 0.118, 0.044]) - 1e-3)
 
     caplog.clear()
@@ -330,8 +331,8 @@ def test_the_floor_comes_from_the_checkpoint_or_the_settled_pose_with_a_warning(
     with caplog.at_level(logging.WARNING, logger="pfnn_core.runtime"):
         character = Character(load_checkpoint(old))
     assert "no floor_heights" in caplog.text
-    settled = character.state.world_joint_pos[0, character.network.contact_joints, 1]
-    np.testing.assert_allclose(character.network.floor_heights, settled, atol=1e-9)
+    settled = character.state.world_joint_pos[0, character.model.contact_joints, 1]
+    np.testing.assert_allclose(character.model.floor_heights, settled, atol=1e-9)
 
 
 def test_a_runaway_tick_resets_the_character_where_it_stood_and_is_reported(random_checkpoint):
@@ -341,16 +342,16 @@ def test_a_runaway_tick_resets_the_character_where_it_stood_and_is_reported(rand
     drive(character, walk, 30)
     where = character.state.root_pos.copy()
     character.settings.traj_halflife_pos = 0.5
-    predict = character.network.predict
+    predict = character.model.predict
 
     def broken(x, phase, style=None, mode="exact"):
         y = predict(x, phase, style, mode)
         y[1, :] = np.nan  # the second character's network output turns to NaN
         return y
 
-    character.network.predict = broken
+    character.model.predict = broken
     state = character.tick(walk, DT)
-    character.network.predict = predict
+    character.model.predict = predict
     assert np.isfinite(state.world_joint_pos).all() and np.isfinite(state.joint_pos).all()
     np.testing.assert_allclose(state.root_pos[1], where[1], atol=1e-12)  # back where it stood, standing
     assert state.root_pos[0, 2] > where[0, 2]  # the other one walked on
@@ -364,15 +365,15 @@ def test_a_runaway_tick_resets_the_character_where_it_stood_and_is_reported(rand
 
 def test_a_runaway_root_speed_is_a_fault(random_checkpoint):
     character = Character(load_checkpoint(random_checkpoint), RuntimeSettings(root_motion_from_command=0.0))
-    predict = character.network.predict
-    slice_ = character.network.y_layout.slice("root_vel")
+    predict = character.model.predict
+    slice_ = character.model.y_layout.slice("root_vel")
 
     def racing(x, phase, style=None, mode="exact"):
         y = predict(x, phase, style, mode)
         y[:, slice_] = 100.0
         return y
 
-    character.network.predict = racing
+    character.model.predict = racing
     state = character.tick(command_from_world_move([0.0, 1.0], False, character.settings), DT)
     assert "root speed" in character.faults[-1].what and np.abs(state.root_pos).max() < 1e-6
 
@@ -409,8 +410,8 @@ def test_style_weights_are_carried_per_character(walk_motion, random_checkpoint,
 def test_cuda_and_cpu_give_the_same_motion(random_checkpoint):
     states = []
     for device, path in (("cpu", "numpy"), ("cuda", "torch")):
-        character = Character(load_checkpoint(random_checkpoint, device=device), device=device, path=path)
-        assert character.network.device.type == device
+        character = Character(load_checkpoint(random_checkpoint, device=device), device=device, backend=path)
+        assert character.model.device.type == device
         states.append(drive(character, command_from_world_move([0.0, 1.0], False, character.settings), 60))
     np.testing.assert_allclose(states[0].world_joint_pos, states[1].world_joint_pos, atol=1e-3)
 
@@ -420,13 +421,13 @@ def test_half_stick_walk_on_the_shipped_model_plants_its_feet():
     """The data has no slow walks; a half-stick walk must still plant its feet (issue 4): mean foot
     speed over contact frames (the network's contact output > threshold) below the mocap's 6.5 cm/s."""
     checkpoint = load_checkpoint(DEFAULT_MODEL)
-    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta)
+    settings = RuntimeSettings.for_model(checkpoint.card)
     character = Character(checkpoint, settings)
     command = command_from_world_move(np.array([0.0, 0.5]), False, settings)
     feet, contact = [], []
     for _ in range(240):
         state = character.tick(command, DT)
-        feet.append(state.world_joint_pos[0, character.network.contact_joints])
+        feet.append(state.world_joint_pos[0, character.model.contact_joints])
         contact.append(state.contacts[0] > settings.contact_threshold)
     feet, contact = np.array(feet)[60:], np.array(contact)[60:]  # after the start-up second
     speed = np.linalg.norm(np.diff(feet[..., [0, 2]], axis=0), axis=-1) / DT
@@ -441,16 +442,16 @@ def test_half_stick_walk_on_the_shipped_model_plants_its_feet():
 @pytest.mark.parametrize("name, value", [("beta", "64"), ("drift_window", "0"), ("traj_halflife_pos", "2")])
 def test_extreme_settings_on_the_shipped_model_stay_finite_with_feet_on_the_floor(name, value):
     checkpoint = load_checkpoint(DEFAULT_MODEL)
-    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    settings = RuntimeSettings.for_model(checkpoint.card)
     character = Character(checkpoint, settings)
     settings.assign(name, value)
-    floor = character.network.floor_heights
+    floor = character.model.floor_heights
     script = [([0.0, 1.0], False)] * 90 + [([1.0, 0.0], True)] * 90 + [([0.0, 0.0], False)] * 60
     lowest = np.full(4, np.inf)
     for move, run in script:
         state = character.tick(command_from_world_move(move, run, settings), DT)
         assert np.isfinite(state.world_joint_pos).all()
-        lowest = np.minimum(lowest, state.world_joint_pos[0, character.network.contact_joints, 1])
+        lowest = np.minimum(lowest, state.world_joint_pos[0, character.model.contact_joints, 1])
     assert np.all(lowest >= floor - 1e-3)
     # the body stays with the character (a placement node above the hips hangs by the take's offset,
     # 4.5 m to the side in dataset 1's files: not part of the body)
@@ -469,14 +470,14 @@ def test_a_walk_start_on_the_shipped_model_steps_instead_of_dragging_its_feet():
     checkpoint = load_checkpoint(DEFAULT_MODEL)
 
     def start_skating(priming, catch_up):
-        settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+        settings = RuntimeSettings.for_model(checkpoint.card)
         settings.start_priming, settings.catch_up_steps = priming, catch_up
         character, feet = Character(checkpoint, settings), []
         for tick in range(150):
             move = [0.0, 1.0] if tick >= 30 else [0.0, 0.0]
             state = character.tick(command_from_world_move(move, False, settings), DT)
-            feet.append(state.world_joint_pos[0, character.network.contact_joints].copy())
-        return measures.foot_skating(np.array(feet)[30::2], character.network.floor_heights, 2 * DT).mean()
+            feet.append(state.world_joint_pos[0, character.model.contact_joints].copy())
+        return measures.foot_skating(np.array(feet)[30::2], character.model.floor_heights, 2 * DT).mean()
 
     now, before = start_skating(1.0, True), start_skating(0.0, False)
     assert now < 1.3 * 0.23
@@ -493,13 +494,13 @@ def test_side_steps_and_backward_walks_on_the_shipped_model_lift_their_swinging_
     checkpoint = load_checkpoint(DEFAULT_MODEL)
 
     def skating(clearance):
-        settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+        settings = RuntimeSettings.for_model(checkpoint.card)
         settings.swing_clearance = clearance
         character, feet = Character(checkpoint, settings), []
         for tick in range(270):
             command = command_from_world_move(move if tick >= 30 else [0.0, 0.0], False, settings, facing=[0.0, 1.0])
-            feet.append(character.tick(command, DT).world_joint_pos[0, character.network.contact_joints].copy())
-        return measures.foot_skating(np.array(feet)[90::2], character.network.floor_heights, 2 * DT).mean()
+            feet.append(character.tick(command, DT).world_joint_pos[0, character.model.contact_joints].copy())
+        return measures.foot_skating(np.array(feet)[90::2], character.model.floor_heights, 2 * DT).mean()
 
     mocap = 0.15 if move[0] else 0.20
     assert skating(0.0) > 1.3 * mocap
@@ -516,10 +517,10 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
     checkpoint = load_checkpoint(DEFAULT_MODEL)
 
     def walk(heel_off):
-        settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+        settings = RuntimeSettings.for_model(checkpoint.card)
         character = Character(checkpoint, settings)
         character.set_style(style)
-        settings.apply_style(checkpoint.meta, character.state.style[0])
+        settings.apply_style(checkpoint.card, character.state.style[0])
         if not heel_off:
             original = tick_module.place_feet
             tick_module.place_feet = lambda *a, **k: original(*a, **{**k, "heel_off": np.zeros(1, bool)})
@@ -530,12 +531,12 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
                                                                settings), DT)
                 if tick >= 180:
                     steps += int((state.lock_stepping[0] & ~before).sum())
-                    feet.append(state.world_joint_pos[0, character.network.contact_joints].copy())
+                    feet.append(state.world_joint_pos[0, character.model.contact_joints].copy())
                 before = state.lock_stepping[0].copy()
         finally:
             if not heel_off:
                 tick_module.place_feet = original
-        return steps, measures.foot_skating(np.array(feet)[::2], character.network.floor_heights, 2 * DT).ground_share()
+        return steps, measures.foot_skating(np.array(feet)[::2], character.model.floor_heights, 2 * DT).ground_share()
 
     steps_now, down_now = walk(True)
     steps_before, down_before = walk(False)
@@ -549,7 +550,7 @@ def test_a_stop_lets_a_lifted_foot_down_without_a_one_frame_drop():
     shown and snapped it onto the floor in one frame (found by a visual review). Now it comes down at the
     landing speed: no contact joint drops more than 1.5 cm in a frame over the stop's first 0.6 s."""
     checkpoint = load_checkpoint(DEFAULT_MODEL)
-    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    settings = RuntimeSettings.for_model(checkpoint.card)
     character = Character(checkpoint, settings)
     heights = []
     for tick in range(456):
@@ -557,6 +558,6 @@ def test_a_stop_lets_a_lifted_foot_down_without_a_one_frame_drop():
         move = [0.0, 0.0] if t < 1.0 or t >= 7.0 else ([1.0, 0.0] if t < 4.0 else [-1.0, 0.0])
         state = character.tick(command_from_world_move(move, False, settings, facing=[0.0, 1.0]), DT)
         if t >= 6.9:
-            heights.append(state.world_joint_pos[0, character.network.contact_joints, 1].copy())
+            heights.append(state.world_joint_pos[0, character.model.contact_joints, 1].copy())
     drops = -np.diff(np.array(heights), axis=0)
     assert drops.max() < 0.015

@@ -429,7 +429,7 @@ def test_tune_values_set_in_the_panel_state_reach_the_runtime(live):
     character = live.live_source.character
     assert character.settings is live.state.settings
     assert character.settings.drift_window == 12
-    assert float(character.network.model.beta) == pytest.approx(5.0)
+    assert float(character.model.model.beta) == pytest.approx(5.0)
 
 
 def _error_pixels(image):
@@ -503,7 +503,7 @@ def test_recording_writes_a_bvh_that_loads_back(live, tmp_path):
     live.run_frames(1)
     assert live.state.record.error == ""
     motion = bvh.load(tmp_path / "take.bvh")
-    assert motion.num_frames >= 19 and motion.names == list(live.live_source.character.network.names)
+    assert motion.num_frames >= 19 and motion.names == list(live.live_source.character.model.names)
 
 
 def test_the_interactive_loop_steps_the_simulation_on_the_clock(live):

@@ -11,8 +11,9 @@ from pyglet.window import key
 from app import keys
 from app.style_panel import StyleRow, blend_weights, next_style, style_rows, weights_label
 from pfnn_core.drive.cli import parse_script
-from pfnn_core.models.checkpoint import load_checkpoint, save_checkpoint
+from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.registry import load_checkpoint
 
 WIDTH, HEIGHT = 1000, 700
 NAMES = ["elderly", "normal", "sad"]  # the style input's order (as training writes it: sorted)

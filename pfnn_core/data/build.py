@@ -26,7 +26,7 @@ from pfnn_core.data.statistics import (
     standing_stance,
     style_statistics,
 )
-from pfnn_core.features.contract import SIM_FPS
+from pfnn_core.features.contract import FALLBACK_STRIDE, SIM_FPS
 from pfnn_core.features.layout import make_layouts
 from pfnn_core.features.samples import MIN_CLIP_S, STANDING_REPLICAS, ClipFeatures, calm_standing_samples, clip_features
 from pfnn_core.motion import bvh
@@ -269,7 +269,7 @@ def _build_training_data(paths: list, labels: list, config: dict, progress, work
         per_row[name] = per_row[name].astype(dtype)
 
     pooled_stats = style_statistics(pooled)
-    stride = pooled_stats["stride"] or {"speed": [1.2], "stride_length": [1.4], "linear": [1.4, 0.0], "num_cycles": 0}
+    stride = pooled_stats["stride"] or dict(FALLBACK_STRIDE)
     stance = np.concatenate(stances) if stances else None
     data = TrainingData(
         **per_row, layout=layouts, clip_names=[p.name for p in paths], skeleton=skeleton_dict(first),

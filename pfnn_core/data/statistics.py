@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pfnn_core.features.contract import gait_from_speed
+from pfnn_core.features.contract import FALLBACK_WALK_SPEED, RUN_TO_WALK_SPEED, gait_from_speed
 from pfnn_core.motion.gait_labels import GaitLabels, arms_down_frames
 from pfnn_core.motion.phase import stride_statistics
 from pfnn_core.motion.root import body_frames, to_body_frame
@@ -127,6 +127,6 @@ def measured_gait_speeds(clip_speeds: dict) -> dict:
         is_run = np.argmax(gait_from_speed(unknown), axis=-1) == 2
         walks += unknown[~is_run].tolist()
         runs += unknown[is_run].tolist()
-    walk_speed = float(np.median(walks)) if walks else 1.2
-    return {"walk": walk_speed, "run": float(np.median(runs)) if runs else 2.5 * walk_speed,
+    walk_speed = float(np.median(walks)) if walks else FALLBACK_WALK_SPEED
+    return {"walk": walk_speed, "run": float(np.median(runs)) if runs else RUN_TO_WALK_SPEED * walk_speed,
             "measured": {"walk": len(walks), "run": len(runs)}}

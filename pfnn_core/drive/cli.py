@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core.device import resolve_device
 from pfnn_core.features.contract import SIM_FPS
 from pfnn_core.jsonfile import read_json
 from pfnn_core.math.quat import quat_to_yaw
-from pfnn_core.models.checkpoint import CheckpointError, load_checkpoint
-from pfnn_core.models.pfnn_network import resolve_device
+from pfnn_core.models.checkpoint import CheckpointError
+from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.motion import bvh
 from pfnn_core.runtime.character import Character
 from pfnn_core.runtime.command import Command, command_from_world_move
@@ -239,7 +240,7 @@ def crowd_offsets(count: int, spacing: float = CROWD_SPACING) -> np.ndarray:
 
 
 def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None = None,
-              device: str = "auto", path: str = "auto", crowd: int = 1, crowd_bvh: bool = False) -> DriveResult:
+              device: str = "auto", backend: str = "auto", crowd: int = 1, crowd_bvh: bool = False) -> DriveResult:
     """Run one scripted drive at the simulation rate; write motion.bvh and log.csv into `out_dir`
     when given. `script`: DriveScript, a parsed JSON dict or a path; `checkpoint`: Checkpoint or path.
     `crowd` characters run in one batched tick (offset by `crowd_offsets`); the log and motion are the
@@ -250,23 +251,23 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
         script = parse_script(script)
     if isinstance(checkpoint, (str, Path)):
         checkpoint = load_checkpoint(checkpoint)
-    settings = settings if settings is not None else RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
+    settings = settings if settings is not None else RuntimeSettings.for_model(checkpoint.card)
     crowd = int(crowd)
     if crowd < 1:
         raise ValueError(f"crowd: expected at least 1 character, got {crowd}")
     offsets = crowd_offsets(crowd)
-    character = Character(checkpoint, settings, batch=crowd, device=device, path=path, positions=offsets)
+    character = Character(checkpoint, settings, batch=crowd, device=device, backend=backend, positions=offsets)
     dt = 1.0 / SIM_FPS
     ticks = max(1, int(round(script.duration / dt)))
     log = {name: np.zeros(ticks) for name in LOG_COLUMNS}
-    joints = character.network.num_joints
+    joints = character.model.num_joints
     joint_positions = np.zeros((ticks, joints, 3))
-    joint_contacts = np.zeros((ticks, len(character.network.contact_joints)))
+    joint_contacts = np.zeros((ticks, len(character.model.contact_joints)))
     recorded = crowd if crowd_bvh else 1
     local_rot = np.zeros((ticks, recorded, joints, 4))
     root_translation = np.zeros((ticks, recorded, 3))
     contact_slots = (0, 1), (2, 3)  # (foot, toe) of the left and the right foot
-    names = list(character.network.style_names)
+    names = list(character.model.style_names)
     styles = [None if segment.style is None else style_weights(segment.style, names, f"segments[{index}].style")
               for index, segment in enumerate(script.segments)]
     log["style"] = []
@@ -277,7 +278,7 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
         weights = styles[script.segments.index(segment)]
         if weights is not None and (current_style is None or not np.array_equal(weights, current_style)):
             character.set_style(weights)
-            settings.apply_style(checkpoint.meta, weights)  # the style's full-stick speeds, as the viewer does
+            settings.apply_style(checkpoint.card, weights)  # the style's full-stick speeds, as the viewer does
             current_style = weights
         log["style"].append(character.style_name())
         command = command_for(segment, settings)
@@ -301,7 +302,7 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
     motions = [motion_from_poses(character.skeleton, local_rot[:, b], root_translation[:, b], dt,
                                  source=script.name if b == 0 else f"{script.name} character {b}")
                for b in range(recorded)]
-    result = DriveResult(log, joint_positions, list(character.network.names), motions[0], dt, script,
+    result = DriveResult(log, joint_positions, list(character.model.names), motions[0], dt, script,
                          joint_contacts=joint_contacts, crowd_motions=motions if crowd_bvh else [],
                          crowd_offsets=offsets, faults=list(character.faults))
     if out_dir is not None:
@@ -321,8 +322,8 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
 def settings_from_arguments(assignments: list[str], checkpoint) -> tuple[RuntimeSettings, list[str]]:
     """The model's default settings changed by `NAME=VALUE` texts; returns (settings, notes about
     clamped values). Raises ValueError naming the bad assignment."""
-    settings = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
-    settings.fit_to_model(checkpoint.meta, checkpoint.config)
+    settings = RuntimeSettings.for_model(checkpoint.card)
+    settings.fit_to_model(checkpoint.card)
     notes = []
     for assignment in assignments:
         name, equals, text = assignment.partition("=")

@@ -65,7 +65,7 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     Returns {"rows": [Row], "summary": {subject: {passed, checked}}, "report", "results", "plots",
     "records": [DriveRecord], "reference": MocapReference, "table"}. ValueError when the reference
     folder has no clip of the model's skeleton."""
-    from pfnn_core.models.checkpoint import load_checkpoint
+    from pfnn_core.models.registry import load_checkpoint
 
     say = log or (lambda message: None)
     started = time.perf_counter()

@@ -26,7 +26,9 @@ from pfnn_core.features import samples
 from pfnn_core.features.contract import SIM_FPS
 from pfnn_core.features.layout import ModelLayout
 from pfnn_core.features.samples import ClipFeatures
-from pfnn_core.models.pfnn_network import Network
+from pfnn_core.models.base import ModelInput
+from pfnn_core.models.registry import build_model
+from pfnn_core.runtime.settings import RuntimeSettings
 
 CONTACT_THRESHOLD = 0.5
 
@@ -55,11 +57,14 @@ class Rollout:
         return float(metrics.phase_consistency(self.predicted_path, self.mocap_path))
 
 
-def rollout_on_clip(network, clip: ClipFeatures, name: str, style=None) -> Rollout:
-    """Run the network through a clip at the simulation rate: the input trajectory from the mocap, the
-    network's own pose fed back, its phase advanced by its own dphase from the clip's first phase.
-    `style`: the clip's style weights [S] for a style model."""
-    x_layout, y_layout = network.x_layout, network.y_layout
+def rollout_on_clip(model, clip: ClipFeatures, name: str, style=None, settings=None) -> Rollout:
+    """Run a motion model (any kind: `models.base.MotionModel.step`) through a clip at the simulation
+    rate: the input trajectory from the mocap, the model's own pose fed back, its phase advanced by its
+    own dphase from the clip's first phase. `style`: the clip's style weights [S] for a style model;
+    `settings`: the live settings the model reads (default: the bare network's)."""
+    x_layout, y_layout = model.x_layout, model.y_layout
+    settings = settings if settings is not None else RuntimeSettings.bare_network(model.card)
+    state = model.initial_model_state(1)
     inputs = np.array(clip.x, dtype=np.float64)
     predictions = np.empty((len(inputs), y_layout.size))
     phases = np.empty(len(inputs))
@@ -73,8 +78,7 @@ def rollout_on_clip(network, clip: ClipFeatures, name: str, style=None) -> Rollo
             parts["joint_pos"][...] = pose[0]
             parts["joint_vel"][...] = pose[1]
         phases[i] = phase
-        y = network.predict(x, np.array([phase]), style_batch) if style_batch is not None else \
-            network.predict(x, np.array([phase]))
+        y, state = model.step(ModelInput(x, np.array([phase]), style_batch, state, settings, 1.0 / SIM_FPS))
         predictions[i] = y[0]
         outputs = y_layout.unpack(y)
         pose = (np.array(outputs["joint_pos"]), np.array(outputs["joint_vel"]))
@@ -97,10 +101,10 @@ def held_out_rollouts(checkpoint, clips, count: int) -> list[Rollout]:
     from pfnn_core.evaluation.reference import spread
     from pfnn_core.motion import bvh
 
-    network = Network(checkpoint, device="cpu")
-    layouts = ModelLayout(network.x_layout, network.y_layout)
-    styles = list((checkpoint.meta.get("styles") or {}).get("names") or [])
-    num_styles = int(getattr(checkpoint.config, "num_styles", 0) or 0)
+    model = build_model(checkpoint, device="cpu")
+    layouts = ModelLayout(model.x_layout, model.y_layout)
+    styles = list(model.style_names)
+    num_styles = model.num_styles
     moving = [c for c in clips if c.kind in ("walk", "run", "back", "side")]
     long_enough = [c for c in moving if (len(c.positions) - 1) * c.dt >= PHASE_ROLLOUT_S] or moving
     chosen = [long_enough[i] for i in spread([(c.style, c.kind) for c in long_enough], count)]
@@ -115,7 +119,7 @@ def held_out_rollouts(checkpoint, clips, count: int) -> list[Rollout]:
                 style[styles.index(clip.style)] = 1.0
             else:
                 style[:] = 1.0 / num_styles
-        rollouts.append(rollout_on_clip(network, clip_features, clip.path.name, style))
+        rollouts.append(rollout_on_clip(model, clip_features, clip.path.name, style))
     return rollouts
 
 

@@ -169,11 +169,11 @@ class DriveRecord:
         return kinds[self.segment_index()]
 
 
-def subject_settings(subject: str, meta: dict) -> RuntimeSettings:
+def subject_settings(subject: str, card) -> RuntimeSettings:
     if subject == "network":
-        return RuntimeSettings.bare_network(meta)
+        return RuntimeSettings.bare_network(card)
     if subject == "runtime":
-        return RuntimeSettings.from_checkpoint_meta(meta)
+        return RuntimeSettings.for_model(card)
     raise ValueError(f"unknown subject {subject!r} (expected one of {SUBJECTS})")
 
 
@@ -182,7 +182,7 @@ def run_subject(drive: ScriptedDrive, subject: str, checkpoint, out_dir: Path | 
     into out_dir/SUBJECT/ when given (`pfnn-drive --script` replays the script)."""
     from pfnn_core.drive import cli as drive_module
 
-    settings = subject_settings(subject, checkpoint.meta)
+    settings = subject_settings(subject, checkpoint.card)
     folder = None
     if out_dir is not None:
         folder = Path(out_dir) / subject

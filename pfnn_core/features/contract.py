@@ -44,3 +44,11 @@ def gait_from_speed(speed, run=None) -> np.ndarray:
     stand = 1.0 - smoothstep(*STAND_FADE, speed)
     run_share = smoothstep(*RUN_FADE, speed) if run is None else np.clip(np.broadcast_to(run, speed.shape), 0.0, 1.0)
     return np.stack([stand, (1.0 - stand) * (1.0 - run_share), (1.0 - stand) * run_share], axis=-1)
+
+
+# What a training set without the statistic stands for (a set with no complete gait cycle, no forward
+# walks or no runs; a checkpoint older than the statistic): the bundled walks' cycle of ~66 frames at
+# ~1.1 m/s is a stride of ~1.2 m.
+FALLBACK_STRIDE = {"speed": [1.0], "stride_length": [1.2], "linear": [1.2, 0.0], "num_cycles": 0}
+FALLBACK_WALK_SPEED = 1.2  # m/s
+RUN_TO_WALK_SPEED = 2.5  # a run's speed over the walk's, without run clips

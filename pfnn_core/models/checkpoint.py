@@ -1,11 +1,13 @@
 """Self-describing checkpoints: one `.safetensors` file, rebuilt into a model without any other file.
 
-Owns `save_checkpoint`, `load_checkpoint`, `Checkpoint`, `CheckpointError`.
+Owns the file format every model kind shares (`write_checkpoint`, `read_checkpoint_file`), the PFNN's
+`save_checkpoint` / `load_pfnn_checkpoint`, `Checkpoint`, `CheckpointError`; `models.registry.load_checkpoint`
+reads a file of any kind.
 
-Tensors: the model weights under `model.*`, the normalisation under `norm.x_mean`, `norm.x_std`,
+PFNN tensors: the model weights under `model.*`, the normalisation under `norm.x_mean`, `norm.x_std`,
 `norm.y_mean`, `norm.y_std`, and, in a resumable training checkpoint, optimizer and RNG state under
-`train.*`. The header metadata key `pfnn` holds one JSON object: `format`, `version`, `model_config`,
-`layout` and whatever the caller passes as `meta` (skeleton, stride, gait_speeds, data, training,
+`train.*`. The header metadata key `pfnn` holds one JSON object: `format`, `version`, `kind` (absent in
+checkpoints older than the other kinds: 'pfnn'), `model_config`, `layout` and whatever the caller passes as `meta` (skeleton, stride, gait_speeds, data, training,
 resume...). Loading reads the header by hand first (so a pickle, a zip or garbage gets a clear message)
 and then uses `safetensors.safe_open`; nothing is ever unpickled.
 """
@@ -21,6 +23,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from pfnn_core.models.card import CardError, ModelCard
 from pfnn_core.models.pfnn import PFNN, ModelConfig
 
 FORMAT_NAME = "pfnn-checkpoint"
@@ -36,13 +39,18 @@ class CheckpointError(ValueError):
 
 @dataclass
 class Checkpoint:
-    model: PFNN                       # eval mode, on the requested device
+    """One checkpoint's contents: the network (PFNN) or the kind's tensors, the layout, the typed card."""
+
+    model: PFNN | None                # the PFNN (eval mode, on the requested device); None for other kinds
     config: ModelConfig
     layout: object                    # FeatureLayout, or the stored JSON dict when features is unavailable
     norm: dict[str, torch.Tensor]     # x_mean, x_std [input_size]; y_mean, y_std [output_size]
     meta: dict                        # everything else stored in the JSON (skeleton, stride, training, ...)
     training_state: dict[str, torch.Tensor] = field(default_factory=dict)  # `train.*` tensors, if resumable
     path: Path | None = None
+    kind: str = "pfnn"                # the model kind (`models.registry.KINDS`)
+    card: ModelCard | None = None     # the typed facts of `meta`, read once
+    tensors: dict[str, torch.Tensor] = field(default_factory=dict)  # a non-PFNN kind's own tensors
 
 
 def _layout_to_json_value(layout):
@@ -75,27 +83,39 @@ def _norm_tensors(norm) -> dict[str, torch.Tensor]:
 
 def save_checkpoint(path, model: PFNN, layout, norm, meta: dict | None = None,
                     training_state: dict[str, torch.Tensor] | None = None) -> Path:
-    """Write model + layout + normalisation (+ resumable training state) to one .safetensors file.
+    """Write a PFNN + layout + normalisation (+ resumable training state) to one .safetensors file.
 
     `norm` is (x_mean, x_std, y_mean, y_std) or a dict with those keys; `meta` must be JSON-serialisable.
-    The file is written next to its destination and renamed, so a crash never leaves half a checkpoint.
     """
+    tensors = {f"model.{name}": value for name, value in model.state_dict().items()}
+    tensors.update(_norm_tensors(norm))
+    for name, value in (training_state or {}).items():
+        tensors[f"train.{name}"] = value
+    return write_checkpoint(path, "pfnn", tensors, layout, meta, model_config=model.config.to_dict())
+
+
+def write_checkpoint(path, kind: str, tensors: dict[str, torch.Tensor], layout, meta: dict | None = None,
+                     model_config: dict | None = None) -> Path:
+    """Write any kind's checkpoint: its tensors, the feature layout and the JSON metadata (the card's
+    facts and the kind's own). The file is written next to its destination and renamed, so a crash never
+    leaves half a checkpoint."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
-              "model_config": model.config.to_dict(), "layout": _layout_to_json_value(layout)}
+    header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": str(kind),
+              "model_config": model_config, "layout": _layout_to_json_value(layout)}
     for key, value in (meta or {}).items():
         if key in header:
             raise ValueError(f"meta key {key!r} is reserved")
         header[key] = value
-    tensors = {f"model.{name}": value.detach().cpu().contiguous() for name, value in model.state_dict().items()}
-    tensors.update(_norm_tensors(norm))
-    for name, value in (training_state or {}).items():
-        tensors[f"train.{name}"] = value.detach().cpu().contiguous()
+    tensors = {name: torch.as_tensor(value).detach().cpu().contiguous() for name, value in tensors.items()}
     temporary = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(temporary), metadata={METADATA_KEY: json.dumps(header)})
-    temporary.chmod(0o644)  # safetensors creates its files owner-only; models are shared assets
-    temporary.replace(path)
+    try:
+        save_file(tensors, str(temporary), metadata={METADATA_KEY: json.dumps(header)})
+        temporary.chmod(0o644)  # safetensors creates its files owner-only; models are shared assets
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -141,8 +161,6 @@ def _read_metadata(path: Path, metadata: dict | None) -> dict:
     if info.get("version") != FORMAT_VERSION:
         raise CheckpointError(f"{path}: checkpoint version {info.get('version')!r} is not supported "
                               f"(this program reads version {FORMAT_VERSION})")
-    if not isinstance(info.get("model_config"), dict):
-        raise CheckpointError(f"{path}: checkpoint metadata has no model_config")
     return info
 
 
@@ -158,8 +176,8 @@ def _checked_tensor(path: Path, tensors: dict, name: str, shape: tuple) -> torch
     return value
 
 
-def load_checkpoint(path, device="cpu") -> Checkpoint:
-    """Rebuild the model, layout and normalisation from one checkpoint file; raise CheckpointError."""
+def read_checkpoint_file(path) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata JSON, tensors) of any kind's checkpoint file; CheckpointError for anything else."""
     path = Path(path)
     _check_safetensors_header(path)
     try:
@@ -170,7 +188,33 @@ def load_checkpoint(path, device="cpu") -> Checkpoint:
         raise
     except Exception as error:  # the safetensors parser's own error types vary between versions
         raise CheckpointError(f"{path}: not a readable safetensors file ({error})") from None
-    info = _read_metadata(path, metadata)
+    return _read_metadata(path, metadata), tensors
+
+
+def card_of(path: Path, meta: dict, layout, config, kind: str) -> ModelCard:
+    """The typed card of a checkpoint's metadata; CheckpointError naming the file and the field."""
+    try:
+        return ModelCard.from_meta(meta, layout, config, kind)
+    except CardError as error:
+        raise CheckpointError(f"{path}: {error}") from None
+
+
+def layout_of(path: Path, info: dict):
+    try:
+        return _layout_from_json_value(info.get("layout"))
+    except Exception as error:
+        raise CheckpointError(f"{path}: stored feature layout is unreadable ({error})") from None
+
+
+def stored_meta(info: dict) -> dict:
+    """The metadata besides the file format's own keys (skeleton, stride, training, the kind's facts...)."""
+    return {key: value for key, value in info.items() if key not in ("format", "version", "kind", "model_config", "layout")}
+
+
+def load_pfnn_checkpoint(path: Path, info: dict, tensors: dict, device="cpu") -> Checkpoint:
+    """Rebuild a PFNN, its layout and normalisation from one checkpoint's contents; raise CheckpointError."""
+    if not isinstance(info.get("model_config"), dict):
+        raise CheckpointError(f"{path}: checkpoint metadata has no model_config")
     try:
         config = ModelConfig.from_dict(info["model_config"])
     except (TypeError, ValueError) as error:
@@ -186,13 +230,10 @@ def load_checkpoint(path, device="cpu") -> Checkpoint:
     for name in ("x_std", "y_std"):
         if not bool((norm[name] > 0).all()):
             raise CheckpointError(f"{path}: norm.{name} has values <= 0")
-    try:
-        layout = _layout_from_json_value(info.get("layout"))
-    except Exception as error:
-        raise CheckpointError(f"{path}: stored feature layout is unreadable ({error})") from None
-    meta = {key: value for key, value in info.items() if key not in ("format", "version", "model_config", "layout")}
+    layout = layout_of(path, info)
+    meta = stored_meta(info)
     training_state = {name[len("train."):]: value for name, value in tensors.items() if name.startswith("train.")}
     model.to(device).eval()
     return Checkpoint(model=model, config=config, layout=layout, norm=norm, meta=meta,
-                      training_state=training_state, path=path)
-
+                      training_state=training_state, path=path, kind="pfnn",
+                      card=card_of(path, meta, layout, config, "pfnn"))

@@ -1,10 +1,9 @@
-"""The network of the runtime tick: normalise -> PFNN -> unnormalise for a batch, on its device.
+"""The PFNN as a motion model (`base.MotionModel`): normalise -> PFNN -> unnormalise for a batch, on its device.
 
-Owns `resolve_device`, `Network` (its own copy of the checkpoint's model on the chosen device, plus
-the checkpoint facts the tick reads: layouts, skeleton plan, stride, gait speeds, floor heights) and
-`FoldedPFNN`, the CPU runner.
+Owns `PFNNModel` (its own copy of the checkpoint's network on the chosen device) and `FoldedPFNN`, the
+CPU runner.
 
-Paths: 'numpy' runs `FoldedPFNN` (float32, CPU; the fastest at batch 1 on small CPUs), 'torch' the
+Backends: 'numpy' runs `FoldedPFNN` (float32, CPU; the fastest at batch 1 on small CPUs), 'torch' the
 torch model (on CUDA: inputs packed into one pinned buffer, one copy in and one copy out per tick,
 on the network's own CUDA stream, optionally replayed as a CUDA graph); 'auto' = numpy on the CPU,
 torch on CUDA.
@@ -24,11 +23,8 @@ import time
 import numpy as np
 import torch
 
-from pfnn_core.features.contract import FUTURE_OFFSETS, SIM_FPS, TRAJ_OFFSETS
-from pfnn_core.math.mat3 import njit
+from pfnn_core.models.base import ModelInput, ModelOutput, MotionModel
 from pfnn_core.models.pfnn import PFNN, check_style, phase_weights
-from pfnn_core.runtime.guards import tick_limits
-from pfnn_core.runtime.pose import skeleton_plan
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +34,6 @@ log = logging.getLogger(__name__)
 CONSTANT_FEATURE_STD = 1.001e-3
 LINEAR_BINS = 16
 CONSTANT_BINS = 50
-STRIDE_GRID = 96  # speeds of the per-style stride table
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def _elu(values: np.ndarray) -> np.ndarray:
@@ -145,38 +134,25 @@ class FoldedPFNN:
         return y
 
 
-@njit
-def _stride_lengths(speed, style, top_speed, table, out):
-    """Per character: each style's stride length at its speed (linear on the table's even speed grid
-    0..top_speed, held beyond), blended by the style weights."""
-    last = table.shape[1] - 1
-    for b in range(speed.shape[0]):
-        position = min(max(speed[b] / top_speed, 0.0), 1.0) * last
-        lower = min(int(position), last - 1)
-        share = position - lower
-        length = 0.0
-        for s in range(style.shape[1]):
-            length += style[b, s] * (table[s, lower] * (1.0 - share) + table[s, lower + 1] * share)
-        out[b] = length
+class PFNNModel(MotionModel):
+    """The PFNN of one checkpoint on one device (the motion-model interface, `models/base.py`).
 
-
-class Network:
-    """The model of one checkpoint on one device, and what the tick needs from the checkpoint.
-
-    The network holds its own copy of the checkpoint's model (moving it to a device never moves a
-    model someone else holds).
+    It holds its own copy of the checkpoint's network (moving it to a device never moves a network
+    someone else holds). `backend`: 'numpy' runs `FoldedPFNN` (CPU), 'torch' the torch module ('auto' =
+    numpy on the CPU, torch on CUDA).
     """
 
-    def __init__(self, checkpoint, device: str = "auto", path: str = "auto", cuda_graph: bool = True):
-        self.checkpoint = checkpoint
-        self.device = resolve_device(device)
-        if path == "auto":
-            path = "torch" if self.device.type == "cuda" else "numpy"
-        if path not in ("numpy", "torch"):
-            raise ValueError(f"path must be 'auto', 'numpy' or 'torch', got {path!r}")
-        if path == "numpy" and self.device.type != "cpu":
-            raise ValueError("the numpy path runs on the CPU only")
-        self.path = path
+    kind = "pfnn"
+
+    def __init__(self, checkpoint, device: str = "auto", backend: str = "auto", cuda_graph: bool = True):
+        super().__init__(checkpoint, device)
+        if backend == "auto":
+            backend = "torch" if self.device.type == "cuda" else "numpy"
+        if backend not in ("numpy", "torch"):
+            raise ValueError(f"backend must be 'auto', 'numpy' or 'torch', got {backend!r}")
+        if backend == "numpy" and self.device.type != "cpu":
+            raise ValueError("the numpy backend runs on the CPU only")
+        self.backend = backend
         self.config = checkpoint.config
         self.model = PFNN(checkpoint.config)
         self.model.load_state_dict(checkpoint.model.state_dict())
@@ -185,86 +161,12 @@ class Network:
         self.norm = {name: value.detach().to(self.device, torch.float32) for name, value in checkpoint.norm.items()}
         self.norm_np = {name: value.cpu().numpy() for name, value in self.norm.items()}
         self.constant_inputs = self.norm_np["x_std"] <= CONSTANT_FEATURE_STD
-        self.folded = FoldedPFNN(self.model, self.norm, self.constant_inputs) if path == "numpy" else None
+        self.folded = FoldedPFNN(self.model, self.norm, self.constant_inputs) if backend == "numpy" else None
+        # The style input's width is the network's; its names the card's (indices when a checkpoint lacks them).
         self.num_styles = int(checkpoint.config.num_styles)
-        # The style input's order (`meta["styles"]["names"]`, written by training); indices when absent.
-        self.style_names = list((checkpoint.meta.get("styles") or {}).get("names") or
-                                [str(i) for i in range(self.num_styles)])
-        self._cuda = _CudaRunner(self, cuda_graph) if self.device.type == "cuda" and path == "torch" else None
-
-        self.x_layout, self.y_layout = checkpoint.layout
-        meta = checkpoint.meta
-        skeleton = meta["skeleton"]
-        self.skeleton = skeleton
-        self.names = list(skeleton["names"])
-        self.parents = np.asarray(skeleton["parents"], dtype=int)
-        self.offsets = np.asarray(skeleton["offsets"], dtype=float)
-        self.plan = skeleton_plan(self.names, self.parents, self.offsets, skeleton.get("hips"),
-                                  skeleton.get("contact_joints"))
-        self.anchor = self.plan.anchor
-        self.contact_joints = [int(j) for j in self.plan.contact_joints]
-        self.stride = meta.get("stride") or {"speed": [1.0], "stride_length": [1.2]}
-        self.stride_grid, self.style_stride = self._style_strides(meta)
-        self.stance = self._stored_stance(meta)
-        self.gait_speeds = {k: float(v) for k, v in (meta.get("gait_speeds") or {}).items() if isinstance(v, (int, float))}
-        self.floor_heights = self._stored_floor_heights(meta)
-        self.limits = tick_limits(self.plan.extent, self.gait_speeds)
-        self.sim_fps = float(SIM_FPS)
-        offsets = np.asarray(TRAJ_OFFSETS)
-        self.past_offsets = offsets[offsets < 0]  # frames, oldest first
-        self.future_offsets = np.asarray(FUTURE_OFFSETS)  # frames the network predicts
-        self.future_times = self.future_offsets / self.sim_fps  # s
-        self.past_back = -self.past_offsets  # ticks before the newest history row (the current root)
-        self.future_rows = np.searchsorted(self.future_offsets, offsets[offsets > 0])
-        self._blend_cache: dict = {}
-
-    @staticmethod
-    def _stored_floor_heights(meta) -> np.ndarray | None:
-        """The planted height of each contact joint in the training mocap (`meta['floor_heights']`, m)."""
-        heights = meta.get("floor_heights")
-        if heights is None:
-            return None
-        heights = np.asarray(heights, dtype=float)
-        if heights.shape != (4,) or not np.isfinite(heights).all():
-            raise ValueError(f"checkpoint field floor_heights: expected 4 finite heights (m), got {meta['floor_heights']!r}")
-        return heights
-
-    def _style_strides(self, meta) -> tuple[np.ndarray, np.ndarray]:
-        """Stride length per style on a common speed grid: (speeds [G], lengths [max(S, 1), G]); a style
-        without stride statistics (and a model without styles) takes the checkpoint's pooled ones."""
-        stats = (meta.get("styles") or {}).get("stats") or {}
-        strides = [self.stride] + [(stats.get(name) or {}).get("stride") for name in self.style_names]
-        top = max(max(np.asarray(s["speed"], float).max(initial=0.0) for s in strides if s), 1.0)
-        grid = np.linspace(0.0, 1.25 * top, STRIDE_GRID)
-        table = [np.interp(grid, (s or self.stride)["speed"], (s or self.stride)["stride_length"]) for s in strides[1:]]
-        return grid, np.asarray(table if table else [np.interp(grid, self.stride["speed"], self.stride["stride_length"])])
-
-    def stride_length(self, speed, style) -> np.ndarray:
-        """Stride length (m per cycle) at `speed` [B] for style weights `style` [B, S]: the styles' own
-        stride-by-speed statistics blended by the weights (the pooled statistics without styles)."""
-        speed = np.ascontiguousarray(speed, dtype=np.float64)
-        if not (self.num_styles and style is not None and np.shape(style)[-1] == len(self.style_stride)):
-            style = np.ones((len(speed), 1))
-        out = np.empty(len(speed))
-        _stride_lengths(speed, np.ascontiguousarray(style, dtype=np.float64), self.stride_grid[-1], self.style_stride,
-                        out)
-        return out
-
-    @staticmethod
-    def _stored_stance(meta) -> np.ndarray | None:
-        """The mocap's standing stance of the contact joints relative to the hips in the body frame
-        (`meta['stance']['positions']`, [4, 3] m), or None (no settling steps)."""
-        stance = (meta.get("stance") or {}).get("positions")
-        if stance is None:
-            return None
-        stance = np.asarray(stance, dtype=float)
-        if stance.shape != (4, 3) or not np.isfinite(stance).all():
-            raise ValueError(f"checkpoint field stance.positions: expected [4, 3] finite positions (m), got {stance.tolist()}")
-        return stance
-
-    @property
-    def num_joints(self) -> int:
-        return len(self.names)
+        if len(self.style_names) != self.num_styles:
+            self.style_names = [str(i) for i in range(self.num_styles)]
+        self._cuda = _CudaRunner(self, cuda_graph) if self.device.type == "cuda" and backend == "torch" else None
 
     @property
     def beta(self) -> float:
@@ -277,35 +179,18 @@ class Network:
             if self.folded is not None:
                 self.folded.beta = beta
 
-    def blend_weights(self, bias: float, bias_strafe: float) -> np.ndarray:
-        """[2, F] trajectory blend weights (normal, strafing), cached for the current biases."""
-        key = (float(bias), float(bias_strafe))
-        weights = self._blend_cache.get(key)
-        if weights is None:
-            from pfnn_core.runtime.trajectory import trajectory_blend_weights
-
-            weights = trajectory_blend_weights(len(self.future_offsets), np.array(key))
-            if len(self._blend_cache) > 8:
-                self._blend_cache.clear()
-            self._blend_cache[key] = weights
-        return weights
-
-    def default_style(self, batch: int) -> np.ndarray:
-        """[B, S] style weights when none are given: 'normal' when the model knows it, else the first
-        (zero-width without styles)."""
-        style = np.zeros((batch, self.num_styles))
-        if self.num_styles:
-            style[:, self.style_names.index("normal") if "normal" in self.style_names else 0] = 1.0
-        return style
+    def predict_batch(self, inputs: ModelInput) -> ModelOutput:
+        self.set_beta(inputs.settings.beta)
+        return ModelOutput(self.predict(inputs.x, inputs.phase, inputs.style, inputs.settings.network_mode), inputs.state)
 
     def predict(self, x: np.ndarray, phase: np.ndarray, style: np.ndarray | None = None, mode: str = "exact") -> np.ndarray:
         """Raw (unnormalised) x [B, nx], phase [B] and style [B, S] -> raw y [B, ny] as float64.
-        `mode` applies to the numpy path ('exact' elsewhere)."""
+        `mode` applies to the numpy backend ('exact' elsewhere)."""
         if self.num_styles and style is None:
             style = self.default_style(len(x))
         if not self.num_styles:
             style = None
-        if self.path == "numpy":
+        if self.backend == "numpy":
             return self.folded(x, phase, style, mode).astype(np.float64)
         with torch.no_grad():
             if self._cuda is not None:
@@ -322,10 +207,11 @@ class Network:
         y = self.model((x - self.norm["x_mean"]) / self.norm["x_std"], phase, style)
         return y * self.norm["y_std"] + self.norm["y_mean"]
 
-    def mean_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """The training set's mean input pose (root frame): a neutral first pose."""
-        parts = self.x_layout.unpack(self.norm_np["x_mean"].astype(float))
-        return np.asarray(parts["joint_pos"], dtype=float), np.zeros_like(np.asarray(parts["joint_pos"], dtype=float))
+    def mean_pose(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The training set's mean pose (root frame): a neutral first pose."""
+        joint_pos = np.asarray(self.x_layout.unpack(self.norm_np["x_mean"].astype(float))["joint_pos"], dtype=float)
+        joint_rot = self.y_layout.unpack(self.norm_np["y_mean"].astype(float))["joint_rot"]
+        return joint_pos, np.zeros_like(joint_pos), np.asarray(joint_rot, dtype=float)
 
 
 class _CudaRunner:
@@ -333,7 +219,7 @@ class _CudaRunner:
     copy back never queues behind another stream's work, e.g. training in the viewer), and the
     forward pass captured as a CUDA graph per batch size and beta when capture works."""
 
-    def __init__(self, network: Network, use_graph: bool):
+    def __init__(self, network: PFNNModel, use_graph: bool):
         self.network, self.use_graph = network, use_graph
         self.stream = torch.cuda.Stream(network.device)
         self.key = None  # (batch, beta) the buffers and graph were made for

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pfnn_core.models.pfnn_network import Network
+from pfnn_core.models.registry import build_model
 from pfnn_core.runtime.command import Command, CommandBatch, stand_command
 from pfnn_core.runtime.guards import Fault
 from pfnn_core.runtime.root_motion import DriftErrors
@@ -34,23 +34,23 @@ class Character:
     MAX_FAULTS = 50
 
     def __init__(self, checkpoint, settings: RuntimeSettings | None = None, batch: int = 1,
-                 device: str = "auto", path: str = "auto", positions=None, yaws=None,
+                 device: str = "auto", backend: str = "auto", positions=None, yaws=None,
                  settle_ticks: int = SETTLE_TICKS, style=None):
-        self.settings = settings if settings is not None else RuntimeSettings.from_checkpoint_meta(checkpoint.meta)
+        self.settings = settings if settings is not None else RuntimeSettings.for_model(checkpoint.card)
         self.batch = batch
         self.settle_ticks = settle_ticks
         self.faults: list[Fault] = []
         self._unreported: list[str] = []
-        self._load(checkpoint, device, path)
+        self._load(checkpoint, device, backend)
         self.state = self._fresh(positions, yaws, style)
         self.previous_state = self.state
 
     # ---- model ---------------------------------------------------------------------------------
-    def _load(self, checkpoint, device, path) -> None:
-        self.network = Network(checkpoint, device=device, path=path)
-        self.model_defaults = RuntimeSettings.from_checkpoint_meta(checkpoint.meta, checkpoint.config)
-        self.model_defaults.fit_to_model(checkpoint.meta, checkpoint.config)
-        for name, old, new in self.settings.fit_to_model(checkpoint.meta, checkpoint.config):
+    def _load(self, checkpoint, device, backend) -> None:
+        self.model = build_model(checkpoint, device=device, backend=backend)
+        self.model_defaults = RuntimeSettings.for_model(checkpoint.card)
+        self.model_defaults.fit_to_model(checkpoint.card)
+        for name, old, new in self.settings.fit_to_model(checkpoint.card):
             self._report(f"Setting {name} = {old:g} is outside what this model supports; using {new:g}")
         self._template = self._settled_template()
         self._last_values = self.settings.values()
@@ -60,19 +60,19 @@ class Character:
     def _settled_template(self) -> CharacterState:
         """One character standing at the origin, settled for `settle_ticks` with the model's default
         settings (the mean input pose is an average, not a pose the network holds)."""
-        network = self.network
-        state = initial_state(network, 1)
-        dt = 1.0 / network.sim_fps
+        model = self.model
+        state = initial_state(model, 1)
+        dt = 1.0 / model.sim_fps
         for _ in range(self.settle_ticks):
-            state = step(state, stand_command(), self.model_defaults, dt, network)
+            state = step(state, stand_command(), self.model_defaults, dt, model)
             if state.fault is not None:
-                raise ValueError(f"{network.checkpoint.path or 'checkpoint'}: the model cannot stand still: "
+                raise ValueError(f"{model.checkpoint.path or 'checkpoint'}: the model cannot stand still: "
                                  f"{state.fault.reasons[0]}")
-        if self.settle_ticks > 0 and network.floor_heights is None:
-            network.floor_heights = state.world_joint_pos[0, network.contact_joints, 1].copy()
+        if self.settle_ticks > 0 and model.floor_heights is None:
+            model.floor_heights = state.world_joint_pos[0, model.contact_joints, 1].copy()
             log.warning("%s: no floor_heights in the checkpoint (trained before they were stored); the floor "
                         "of each foot joint is taken from the model's settled standing pose: %s m",
-                        network.checkpoint.path or "checkpoint", np.round(network.floor_heights, 3).tolist())
+                        model.checkpoint.path or "checkpoint", np.round(model.floor_heights, 3).tolist())
         return dataclasses.replace(state, ticks=0, drift=DriftErrors.empty(1))
 
     def _fresh(self, positions, yaws, style=None) -> CharacterState:
@@ -85,7 +85,7 @@ class Character:
 
     @property
     def skeleton(self) -> dict:
-        return self.network.skeleton
+        return self.model.skeleton
 
     @property
     def setting_limits(self) -> dict:
@@ -96,7 +96,7 @@ class Character:
     def tick(self, command: Command | Sequence[Command] | CommandBatch, dt: float) -> CharacterState:
         self._watch_settings()
         self.previous_state = self.state
-        state = step(self.state, command, self.settings, dt, self.network)
+        state = step(self.state, command, self.settings, dt, self.model)
         if state.fault is not None:
             state = self._recover(state)
         self.state = state
@@ -161,8 +161,8 @@ class Character:
     def _checked_style(self, style) -> np.ndarray:
         """[B, S] style weights from one style for all (a name, an index or [S] weights) or one per
         character [B, S]; weights must be finite, >= 0 and sum to 1 (within 1e-3; renormalised)."""
-        count = self.network.num_styles
-        names = self.network.style_names
+        count = self.model.num_styles
+        names = self.model.style_names
         if count == 0:
             raise ValueError("this model has no style input (model_config.num_styles = 0)")
         if isinstance(style, str):
@@ -187,24 +187,25 @@ class Character:
 
     def style_name(self, index: int = 0) -> str:
         """Character `index`'s dominant style ('' for a model without styles)."""
-        if not self.network.num_styles:
+        if not self.model.num_styles:
             return ""
-        return self.network.style_names[int(np.argmax(self.state.style[index]))]
+        return self.model.style_names[int(np.argmax(self.state.style[index]))]
 
-    def swap_model(self, checkpoint, device: str | None = None, path: str | None = None) -> None:
-        """Hot swap the network; the characters keep their place, heading, phase and trajectory."""
-        old, old_network = self.state, self.network
-        self._load(checkpoint, device or str(old_network.device), path or old_network.path)
+    def swap_model(self, checkpoint, device: str | None = None, backend: str | None = None) -> None:
+        """Hot swap the model (any kind); the characters keep their place, heading, phase and trajectory."""
+        old, old_model = self.state, self.model
+        self._load(checkpoint, device or str(old_model.device), backend or (old_model.backend if old_model.kind == checkpoint.kind
+                                                                            else "auto"))
         fresh = placed(self._template, old.root_pos, old.root_yaw)
         keep = ["phase", "trajectory", "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir",
                 "net_future_pos", "net_future_dir", "spring_vel", "spring_acc", "spring_yaw", "spring_yaw_vel",
                 "root_vel", "root_yaw_rate", "stand", "warp"]
-        if self.network.names == old_network.names:
+        if self.model.names == old_model.names:
             keep += ["joint_pos", "joint_vel", "world_joint_pos", "world_joint_rot", "pose_root_pos", "pose_root_rot"]
-        if self.network.num_styles == old.style.shape[1]:
+        if self.model.num_styles == old.style.shape[1]:
             keep.append("style")
         self.state = dataclasses.replace(fresh, **{name: getattr(old, name) for name in keep})
         self.previous_state = self.state
 
     def local_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        return local_pose(self.state, self.network.skeleton)
+        return local_pose(self.state, self.model.skeleton)

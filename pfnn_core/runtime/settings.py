@@ -6,7 +6,7 @@ panel is built generically from each field's metadata (`label`, `help`, and `min
 
 Ranges: `min`/`max` are the physical range of a setting. Once fitted to a model (`fit_to_model`),
 some ranges narrow to what suits that model (`limits`): `beta` to the range the model was trained
-with (`training.config.beta_range` when stored, else a factor of `BETA_SPAN` around its trained beta;
+with (`training.config.beta_range` when stored, else a factor of `models.card.BETA_SPAN` around its trained beta;
 a network trained at one beta breaks at another), the full-stick speeds to `SPEED_SPAN` times the
 data's fastest gait. `clamp` brings every value back into its limits (the runtime calls it every tick).
 """
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from pfnn_core.models.card import ModelCard, StyleStats
+
 PHASE_MODES = ("speed", "network")
 NETWORK_MODES = ("exact", "linear", "constant")
-BETA_SPAN = 2.0  # a model trained at one beta accepts beta / 2 .. beta * 2
 SPEED_SPAN = 1.5  # full-stick speeds up to 1.5x the data's fastest gait
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
@@ -208,24 +208,23 @@ class RuntimeSettings:
         return cls()
 
     @classmethod
-    def from_checkpoint_meta(cls, meta: Mapping[str, Any], config=None, style=None) -> "RuntimeSettings":
-        """Defaults for a checkpoint: the full-stick speeds and the slow-walk warp threshold of `style`
-        (`style_speeds`; default the model's default style) and beta from the one the model was trained
-        with (`config` = its ModelConfig, or `training.config` in `meta`)."""
+    def for_model(cls, card: ModelCard, style=None) -> "RuntimeSettings":
+        """Defaults for a model (its `ModelCard`): the full-stick speeds and the slow-walk warp threshold
+        of `style` (`style_speeds`; default the model's default style) and beta from the one the model
+        was trained with."""
         settings = cls()
-        for name, value in style_speeds(meta, style).items():
+        for name, value in style_speeds(card, style).items():
             setattr(settings, name, value)
-        trained = _trained_beta(meta, config)
-        if trained is not None:
-            settings.beta = trained
+        if card.trained_beta is not None:
+            settings.beta = card.trained_beta
         return settings
 
-    def apply_style(self, meta: Mapping[str, Any], style) -> None:
+    def apply_style(self, card: ModelCard, style) -> None:
         """Follow a style change: the full-stick speeds and the slow-walk threshold become `style`'s
         (`style_speeds`), both as values and as what `reset` restores. In place (the UI holds this
         object). A bare-network preset (warp off) keeps its warp off; a value set by name (`assign`,
         `pfnn-drive --set`) stays as set."""
-        speeds = style_speeds(meta, style)
+        speeds = style_speeds(card, style)
         if self.slow_walk_speed <= 0.0:
             speeds.pop("slow_walk_speed", None)
         for name, value in speeds.items():
@@ -236,32 +235,32 @@ class RuntimeSettings:
         self.clamp()
 
     @classmethod
-    def bare_network(cls, meta: Mapping[str, Any], config=None) -> "RuntimeSettings":
+    def bare_network(cls, card: ModelCard) -> "RuntimeSettings":
         """The network alone: root motion, turning and phase from its own outputs; no command blending,
         drift correction, stand-amount scaling, slow-walk warp, start priming, pose smoothing, foot locks,
         catch-up steps, IK or floor clamp (what an honest evaluation of the network measures)."""
-        return dataclasses.replace(cls.from_checkpoint_meta(meta, config), root_motion_from_command=0.0,
+        return dataclasses.replace(cls.for_model(card), root_motion_from_command=0.0,
                                    drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
                                    floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
                                    settle_steps=False, start_from_command=False,
                                    start_priming=0.0, catch_up_steps=False, swing_clearance=0.0)
 
     # ---- ranges --------------------------------------------------------------------------------
-    def fit_to_model(self, meta: Mapping[str, Any], config=None) -> list[tuple[str, float, float]]:
-        """Narrow the ranges to what suits the model of a checkpoint (`meta`, its ModelConfig) and clamp
-        the values into them; returns the (name, old, new) values that were clamped."""
+    def fit_to_model(self, card: ModelCard) -> list[tuple[str, float, float]]:
+        """Narrow the ranges to what suits a model (its `ModelCard`) and clamp the values into them;
+        returns the (name, old, new) values that were clamped."""
         limits = {}
-        beta_range = model_beta_range(meta, config)
+        beta_range = model_beta_range(card)
         if beta_range is not None:
             limits["beta"] = beta_range
-        speeds = [float(v) for v in (meta.get("gait_speeds") or {}).values() if isinstance(v, (int, float))]
-        speeds += [float(stats.get(kind) or 0.0) for stats in _style_stats(meta).values() for kind in ("walk", "run")]
+        speeds = [float(v) for v in card.gait_speeds.values()]
+        speeds += [float(stats.get(kind) or 0.0) for stats in card.style_stats.values() for kind in ("walk", "run")]
         if speeds:
             for name in ("walk_speed", "run_speed", "side_step_speed", "walk_back_speed"):
                 low, high = self._static_limits(name)
                 limits[name] = (low, min(high, max(low, SPEED_SPAN * max(speeds))))
         self._model_limits = limits
-        defaults = RuntimeSettings.from_checkpoint_meta(meta, config)
+        defaults = RuntimeSettings.for_model(card)
         self._model_defaults = {f.name: getattr(defaults, f.name) for f in dataclasses.fields(self)}
         return self.clamp()
 
@@ -355,7 +354,7 @@ class RuntimeSettings:
         return None
 
 
-# Per-style statistics (`meta["styles"]["stats"][name]`) behind each speed setting.
+# Per-style statistics (`ModelCard.style_stats[name]`) behind each speed setting.
 STYLE_SPEED_FIELDS = {"walk_speed": "walk", "run_speed": "run", "side_step_speed": "side_step",
                       "walk_back_speed": "walk_back", "slow_walk_speed": "slowest_walk"}
 
@@ -365,61 +364,36 @@ SHRUNK_STATS = {"side_step": ("walk-left", "walk-right"), "walk_back": ("walk-ba
 PRIOR_MINUTES = 0.1  # minutes of a style's own side-steps / backward walks that count as much as the pool
 
 
-def _style_stats(meta: Mapping[str, Any]) -> dict:
-    stats = (meta.get("styles") or {}).get("stats") or {}
-    return stats if isinstance(stats, Mapping) else {}
-
-
-def style_weights_of(meta: Mapping[str, Any], style=None) -> dict[str, float]:
-    """{style name: weight} from a name, an index or weights [S] over `meta["styles"]["names"]`; None
-    gives the model's default style ('normal' when it has one, else the first)."""
-    names = list((meta.get("styles") or {}).get("names") or [])
-    if not names:
-        return {}
-    if style is None:
-        style = "normal" if "normal" in names else names[0]
-    if isinstance(style, str):
-        if style not in names:
-            raise ValueError(f"unknown style {style!r}; this model's styles are {names}")
-        return {style: 1.0}
-    if isinstance(style, numbers.Integral):
-        return {names[int(style)]: 1.0}
-    weights = [float(w) for w in style]
-    if len(weights) != len(names):
-        raise ValueError(f"style weights: expected {len(names)} weights (one per style), got {len(weights)}")
-    return {name: weight for name, weight in zip(names, weights) if weight > 0.0}
-
-
-def _pooled(stats: Mapping[str, Any], stat: str) -> float | None:
+def _pooled(stats: Mapping[str, StyleStats], stat: str) -> float | None:
     """A statistic over every style that has it, weighted by each style's minutes of its content."""
-    pairs = [(_content_minutes(s, stat), float(s[stat])) for s in stats.values()
-             if isinstance(s.get(stat), (int, float)) and math.isfinite(s[stat])]
+    pairs = [(_content_minutes(s, stat), float(s.get(stat))) for s in stats.values()
+             if isinstance(s.get(stat), (int, float)) and math.isfinite(s.get(stat))]
     total = sum(m for m, _ in pairs)
     return sum(m * v for m, v in pairs) / total if total > 0.0 else None
 
 
-def _content_minutes(stats: Mapping[str, Any], stat: str) -> float:
-    minutes = stats.get("content_minutes") or {}
+def _content_minutes(stats: StyleStats, stat: str) -> float:
+    minutes = stats.content_minutes
     return float(sum(float(minutes.get(c) or 0.0) for c in SHRUNK_STATS.get(stat, ())))
 
 
-def style_speeds(meta: Mapping[str, Any], style=None) -> dict[str, float]:
+def style_speeds(card: ModelCard, style=None) -> dict[str, float]:
     """The speed settings (`STYLE_SPEED_FIELDS`) for `style` (a name, an index or weights [S]; None = the
     default style): each the style blend's weighted mean of its styles' statistics, over the styles
     that have one. Side-step and backward-walk speeds come from a few seconds of mocap per style: each
     style's is shrunk toward the value pooled over all styles by its minutes of that content
     (m v + PRIOR_MINUTES v_pooled) / (m + PRIOR_MINUTES). A statistic no style of the blend has falls
-    back to the checkpoint's `gait_speeds` (walk, run; side-steps and backward walks at the walk
+    back to the model's `gait_speeds` (walk, run; side-steps and backward walks at the walk
     speed), then to the field's default; the slow-walk threshold never exceeds the walk speed."""
-    stats = _style_stats(meta)
-    weights = style_weights_of(meta, style) if stats else {}
-    gait = {k: float(v) for k, v in (meta.get("gait_speeds") or {}).items() if isinstance(v, (int, float))}
+    stats = card.style_stats
+    weights = card.style_weights(style) if stats else {}
+    gait = card.gait_speeds
     speeds = {}
     for name, stat in STYLE_SPEED_FIELDS.items():
         pooled = _pooled(stats, stat) if stat in SHRUNK_STATS else None
         pairs = []
         for style_name, weight in weights.items():
-            value = (stats.get(style_name) or {}).get(stat)
+            value = stats[style_name].get(stat) if style_name in stats else None
             if not isinstance(value, (int, float)) or not math.isfinite(value):
                 continue
             if pooled is not None:
@@ -441,32 +415,13 @@ def style_speeds(meta: Mapping[str, Any], style=None) -> dict[str, float]:
     return speeds
 
 
-def _trained_beta(meta: Mapping[str, Any], config=None) -> float | None:
-    if config is not None:
-        return float(config.beta)
-    training_config = (meta.get("training") or {}).get("config") or {}
-    beta = training_config.get("beta")
-    return float(beta) if isinstance(beta, (int, float)) else None
-
-
-def model_beta_range(meta: Mapping[str, Any], config=None) -> tuple[float, float] | None:
-    """The beta range a model suits: the trained range `training.config.beta_range` [lo, hi] when
-    stored, else BETA_SPAN around the trained beta; None when the model does not use beta (cubic)."""
-    training_config = (meta.get("training") or {}).get("config") or {}
-    phase_function = config.phase_function if config is not None else training_config.get("phase_function", "rbf")
-    if phase_function != "rbf":
+def model_beta_range(card: ModelCard) -> tuple[float, float] | None:
+    """The beta range a model suits (`ModelCard.beta_range`), within the setting's own limits; None when
+    the model does not use beta."""
+    if card.beta_range is None:
         return None
-    low, high = RuntimeSettings.__dataclass_fields__["beta"].metadata["min"], \
-        RuntimeSettings.__dataclass_fields__["beta"].metadata["max"]
-    trained_range = training_config.get("beta_range")
-    if (isinstance(trained_range, (list, tuple)) and len(trained_range) == 2
-            and all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in trained_range)
-            and trained_range[0] <= trained_range[1]):
-        return max(low, float(trained_range[0])), min(high, float(trained_range[1]))
-    beta = _trained_beta(meta, config)
-    if beta is None:
-        return None
-    return max(low, beta / BETA_SPAN), min(high, beta * BETA_SPAN)
+    limits = RuntimeSettings.__dataclass_fields__["beta"].metadata
+    return max(float(limits["min"]), card.beta_range[0]), min(float(limits["max"]), card.beta_range[1])
 
 
 def tunable_fields(settings: RuntimeSettings | type[RuntimeSettings] = RuntimeSettings) -> list[dataclasses.Field]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from pfnn_core.features.contract import gait_from_speed
 from pfnn_core.math.quat import quat_from_6d, quat_from_yaw, quat_mul, quat_normalize, stack_last, wrap_angle
-from pfnn_core.models.pfnn_network import Network
+from pfnn_core.models.base import MotionModel
 from pfnn_core.motion.kinematics import local_rotations
 from pfnn_core.runtime import settle
 from pfnn_core.runtime.guards import TickFault
@@ -67,6 +67,7 @@ class CharacterState:
     stand: np.ndarray  # [B] stand amount 0..1
     warp: np.ndarray  # [B] speed warp of this tick's network view (`control.speed_warp`), >= 1
     style: np.ndarray  # [B, S] style weights fed to the network (S = 0 for a model without styles)
+    model_state: dict = field(default_factory=dict)  # the motion model's own state, {name: [B, ...]} (root frame)
     ticks: int = 0
     timings: dict = field(default_factory=lambda: {"tick_ms": 0.0, "infer_ms": 0.0})
     fault: TickFault | None = None  # characters whose tick ran away (the Character resets them)
@@ -117,7 +118,7 @@ def _settle_fields(state: settle.SettleState) -> dict:
             "settle_start": state.start, "settle_steps": state.steps}
 
 
-def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, style=None) -> CharacterState:
+def initial_state(model: MotionModel, batch: int = 1, positions=None, yaws=None, style=None) -> CharacterState:
     """B characters standing in the training set's mean pose at `positions` ([B, 2] x, z or [B, 3])
     facing `yaws` ([B] rad, 0 = +Z)."""
     if positions is not None and np.asarray(positions).shape[-1] == 3:
@@ -126,18 +127,17 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
     root_pos = np.stack([ground[:, 0], np.zeros(batch), ground[:, 1]], axis=-1)
     yaw = _batched(yaws, batch, 1)[:, 0]
     root_rot = quat_from_yaw(yaw)
-    mean_pos, mean_vel = network.mean_pose()
+    mean_pos, mean_vel, mean_rot6 = model.mean_pose()
     joint_pos = np.broadcast_to(mean_pos, (batch,) + mean_pos.shape).copy()
     joint_vel = np.broadcast_to(mean_vel, (batch,) + mean_vel.shape).copy()
-    mean_rot6 = network.y_layout.unpack(network.norm_np["y_mean"].astype(float))["joint_rot"]
     world_rot = quat_normalize(quat_mul(root_rot[:, None], quat_from_6d(np.broadcast_to(mean_rot6, (batch,) + mean_rot6.shape))))
-    anchor_world = yaw_rotate(yaw, joint_pos[:, network.anchor]) + root_pos
-    world_pos, world_rot = forward_kinematics_global(world_rot, anchor_world, network.offsets, network.parents,
-                                                     network.anchor, above_anchor_rot=np.array([1.0, 0.0, 0.0, 0.0]))
+    anchor_world = yaw_rotate(yaw, joint_pos[:, model.anchor]) + root_pos
+    world_pos, world_rot = forward_kinematics_global(world_rot, anchor_world, model.offsets, model.parents,
+                                                     model.anchor, above_anchor_rot=np.array([1.0, 0.0, 0.0, 0.0]))
     facing = facing_from_yaw(yaw)
     stand_gait = gait_from_speed(np.zeros(batch))
-    future = len(network.future_offsets)
-    feet = len(network.contact_joints)
+    future = len(model.future_offsets)
+    feet = len(model.contact_joints)
 
     def repeat(values, count):
         return np.repeat(values[:, None], count, axis=1)
@@ -145,7 +145,7 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
     return CharacterState(
         root_pos=root_pos, root_rot=root_rot, phase=np.zeros(batch),
         joint_pos=joint_pos, joint_vel=joint_vel, world_joint_pos=world_pos, world_joint_rot=world_rot,
-        contacts=np.zeros((batch, feet)), lock_target=world_pos[:, network.contact_joints].copy(),
+        contacts=np.zeros((batch, feet)), lock_target=world_pos[:, model.contact_joints].copy(),
         lock_weight=np.zeros((batch, feet)), lock_active=np.zeros((batch, feet), dtype=bool),
         lock_offset=np.zeros((batch, feet, 3)), lock_stepping=np.zeros((batch, feet), dtype=bool),
         swing_lift=np.zeros((batch, feet // 2)), **_settle_fields(settle.idle_state(batch)),
@@ -157,7 +157,8 @@ def initial_state(network: Network, batch: int = 1, positions=None, yaws=None, s
         spring_vel=np.zeros((batch, 2)), spring_acc=np.zeros((batch, 2)),
         spring_yaw=yaw.copy(), spring_yaw_vel=np.zeros(batch), drift=DriftErrors.empty(batch),
         root_vel=np.zeros((batch, 2)), root_yaw_rate=np.zeros(batch), stand=np.ones(batch), warp=np.ones(batch),
-        style=network.default_style(batch) if style is None else np.broadcast_to(style, (batch, network.num_styles)).copy(),
+        style=model.default_style(batch) if style is None else np.broadcast_to(style, (batch, model.num_styles)).copy(),
+        model_state=model.initial_model_state(batch),
     )
 
 
@@ -208,7 +209,8 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
         spring_vel=planar(state.spring_vel), spring_acc=planar(state.spring_acc),
         spring_yaw=wrap_angle(state.spring_yaw[index] + yaws), spring_yaw_vel=state.spring_yaw_vel[index].copy(),
         drift=DriftErrors.empty(batch), root_vel=planar(state.root_vel), root_yaw_rate=state.root_yaw_rate[index].copy(),
-        stand=state.stand[index].copy(), warp=state.warp[index].copy(), style=state.style[index].copy(), fault=None)
+        stand=state.stand[index].copy(), warp=state.warp[index].copy(), style=state.style[index].copy(),
+        model_state={name: values[index].copy() for name, values in state.model_state.items()}, fault=None)
 
 
 def replace_characters(state: CharacterState, index, other: CharacterState) -> CharacterState:
@@ -225,7 +227,15 @@ def replace_characters(state: CharacterState, index, other: CharacterState) -> C
             changes[f.name] = value.replace(index, replacement)
         elif isinstance(value, DriftErrors):
             changes[f.name] = DriftErrors(value.sums.replace(index, replacement.sums), value.count)
+        elif f.name == "model_state":
+            changes[f.name] = {name: _replaced(values, index, replacement[name]) for name, values in value.items()}
     return dataclasses.replace(state, fault=None, **changes)
+
+
+def _replaced(values: np.ndarray, index, replacement) -> np.ndarray:
+    values = values.copy()
+    values[index] = replacement
+    return values
 
 
 def local_pose(state: CharacterState, skeleton: dict, characters=slice(None)) -> tuple[np.ndarray, np.ndarray]:

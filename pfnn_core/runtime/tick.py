@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from pfnn_core.math.quat import quat_from_yaw
-from pfnn_core.models.pfnn_network import Network, timed
+from pfnn_core.models.base import ModelInput, MotionModel
 from pfnn_core.runtime import settle
 from pfnn_core.runtime.command import Command, CommandBatch
 from pfnn_core.runtime.guards import check_tick
@@ -39,72 +39,74 @@ from pfnn_core.runtime.trajectory import (
 )
 
 
-def network_input(state: CharacterState, plan, root_yaw, network: Network, settings: RuntimeSettings,
+def model_input(state: CharacterState, plan, root_yaw, model: MotionModel, settings: RuntimeSettings,
                   moving) -> np.ndarray:
     """x [B, nx]: the trajectory (past samples from the history, now, the blended future) in the
     current root frame, seen through the speed warp, and the fed-back pose. Characters `moving` [B]
     bool (the stick pushed) that stood in the last second see a primed past (`control.primed_past`)."""
-    batch, layout = state.batch_size, network.x_layout
+    batch, layout = state.batch_size, model.x_layout
     x = np.empty((batch, layout.size))
-    past = state.trajectory.rows(network.past_back)
+    past = state.trajectory.rows(model.past_back)
     if settings.start_priming > 0.0:
         past = primed_past(past, state.root_pos, plan.springs.velocity, plan.gait[:, 0], moving,
-                           state.traj_past_gait[:, :, 0], network.past_back / network.sim_fps, settings.start_priming)
-    trajectory_features(past, state.root_pos, root_yaw, plan, network.future_rows, layout, x)
+                           state.traj_past_gait[:, :, 0], model.past_back / model.sim_fps, settings.start_priming)
+    trajectory_features(past, state.root_pos, root_yaw, plan, model.future_rows, layout, x)
     x[:, layout.slice("joint_pos")] = state.joint_pos.reshape(batch, -1)
     x[:, layout.slice("joint_vel")] = state.joint_vel.reshape(batch, -1)
     return x
 
 
-def settling_stage(state: CharacterState, released, trajectory, settings: RuntimeSettings, network: Network) -> tuple:
+def settling_stage(state: CharacterState, released, trajectory, settings: RuntimeSettings, model: MotionModel) -> tuple:
     """What the foot stage needs for the settling steps: (settling [B] bool, the settle state, the
     pose shown last tick [B, J, 3], the root's remaining travel [B, 2], the stance). A
     character settles from the moment the stick is `released` [B] (the desired velocity is zero) until it
     moves again; its root then comes to rest with the command spring (`control.root_motion`), so the
     steps aim at the stance under the hips moved by the spring's remaining travel."""
-    settling = released & bool(settings.settle_steps and settings.foot_locking and network.stance is not None)
+    settling = released & bool(settings.settle_steps and settings.foot_locking and model.stance is not None)
     springs = trajectory.springs
     return (settling, settle.SettleState(state.settle_active, state.settle_foot, state.settle_progress,
                                          state.settle_start, state.settle_steps), state.world_joint_pos,
-            remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), network.stance)
+            remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), model.stance)
 
 
 def step(state: CharacterState, command: Command | Sequence[Command] | CommandBatch, settings: RuntimeSettings,
-         dt: float, network: Network) -> CharacterState:
-    """One simulation tick of all B characters (one network call); returns the new state."""
+         dt: float, model: MotionModel) -> CharacterState:
+    """One simulation tick of all B characters (one model call); returns the new state."""
     tick_start = time.perf_counter()
     commands = CommandBatch.of(command, state.batch_size)
     root_yaw = state.root_yaw
-    network.set_beta(settings.beta)
     trajectory = plan_trajectory(
         SpringState(state.spring_vel, state.spring_acc, state.spring_yaw, state.spring_yaw_vel),
         commands.desired_velocity, commands.facing, commands.strafe, state.root_pos, state.net_future_pos,
-        state.net_future_dir, settings, dt, network.future_times, network.blend_weights)
+        state.net_future_dir, settings, dt, model.future_times, model.blend_weights)
     pushed = commands.desired_velocity.any(axis=1)
-    x = network_input(state, trajectory, root_yaw, network, settings, pushed)
-    y, infer_ms = timed(network.predict, x, state.phase, state.style, settings.network_mode)
-    out = network.y_layout.unpack(y)
+    x = model_input(state, trajectory, root_yaw, model, settings, pushed)
+    infer_start = time.perf_counter()
+    output = model.step(ModelInput(x, state.phase, state.style, state.model_state, settings, dt))
+    infer_ms = (time.perf_counter() - infer_start) * 1000.0
+    y = output.y
+    out = model.y_layout.unpack(y)
     pose = pose_from_prediction(state.root_pos, root_yaw, out["joint_rot"], out["joint_pos"],
                                 (state.joint_pos, state.joint_vel, state.pose_root_pos, yaw_of(state.pose_root_rot),
-                                 state.warp), settings.pose_smoothing, dt, settings.fit_rotations, network.plan)
+                                 state.warp), settings.pose_smoothing, dt, settings.fit_rotations, model.plan)
     contacts = np.clip(out["contacts"], 0.0, 1.0)
-    settling = settling_stage(state, ~pushed, trajectory, settings, network)
+    settling = settling_stage(state, ~pushed, trajectory, settings, model)
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
                                 state.lock_stepping), settings,
-                      network.floor_heights, dt, network.plan, *settling, swing_lift=state.swing_lift,
+                      model.floor_heights, dt, model.plan, *settling, swing_lift=state.swing_lift,
                       heel_off=(trajectory.gait[:, :, 2].max(axis=1) < 0.5) & ~commands.strafe)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
                          trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
-                         trajectory.warp, state.drift, settings, dt, float(network.future_times[0]), settling[0],
+                         trajectory.warp, state.drift, settings, dt, float(model.future_times[0]), settling[0],
                          commands.strafe, state.traj_past_gait[:, :, 0])
     phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt,
-                          lambda speed: settings.stride_scale * network.stride_length(speed, state.style),
-                          network.sim_fps)
+                          lambda speed: settings.stride_scale * model.stride_length(speed, state.style),
+                          model.sim_fps)
     joint_vel = np.ascontiguousarray(out["joint_vel"])
-    fault = check_tick(y, pose.fed_back, joint_vel, motion.speed, feet.extent, network.limits)
+    fault = check_tick(y, pose.fed_back, joint_vel, motion.speed, feet.extent, model.limits)
     net_future_pos, net_future_dir = network_trajectory(out["future_pos"], out["future_dir"], state.root_pos, root_yaw,
                                                         trajectory.warp, trajectory.command_dir)
     springs = trajectory.springs
@@ -124,6 +126,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
         spring_vel=springs.velocity, spring_acc=springs.acceleration, spring_yaw=springs.yaw,
         spring_yaw_vel=springs.yaw_velocity, drift=motion.drift, root_vel=motion.velocity,
         root_yaw_rate=motion.yaw_rate, stand=motion.stand, warp=trajectory.warp, style=state.style,
+        model_state=output.state,
         ticks=state.ticks + 1, fault=fault,
         timings={"tick_ms": (time.perf_counter() - tick_start) * 1000.0, "infer_ms": infer_ms},
     )

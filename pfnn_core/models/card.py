@@ -1,0 +1,206 @@
+"""The model card: what a checkpoint says about its model, parsed once into a typed object.
+
+Every model kind (docs/MODELS.md) stores the same facts beside its own tensors: the skeleton, the
+feature layout, the floor level of each contact joint, the standing stance, the stride length by speed
+(pooled and per style), the full-stick gait speeds, the styles and their statistics, the beta the
+model suits, and the training and data facts. `ModelCard.from_meta` reads them from the checkpoint's
+JSON metadata with every fallback for older checkpoints in this one place; nobody else reads that
+dict with string keys. `to_meta` writes the same keys back (training does, for every kind).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from pfnn_core.features.contract import FALLBACK_STRIDE, FALLBACK_WALK_SPEED, RUN_TO_WALK_SPEED
+
+# The beta range a model without a stored trained range is offered: its trained beta / and x this.
+BETA_SPAN = 2.0
+
+
+class CardError(ValueError):
+    """A checkpoint field that cannot be right; the message names the field."""
+
+
+@dataclass(frozen=True)
+class StyleStats:
+    """One style's statistics from the training set (`data.statistics.style_statistics`), m/s and minutes."""
+
+    minutes: float = 0.0
+    content_minutes: Mapping[str, float] = field(default_factory=dict)
+    clips: int = 0
+    walk: float | None = None  # median speed of its forward walks
+    run: float | None = None
+    slowest_walk: float | None = None  # 10th percentile of its walking cycles' speeds
+    walk_back: float | None = None
+    side_step: float | None = None
+    stride: Mapping[str, Any] | None = None  # `motion.phase.stride_statistics`
+
+    @staticmethod
+    def from_dict(values: Mapping[str, Any]) -> "StyleStats":
+        def speed(name):
+            value = values.get(name)
+            return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+        return StyleStats(minutes=float(values.get("minutes") or 0.0),
+                          content_minutes={str(k): float(v or 0.0) for k, v in (values.get("content_minutes") or {}).items()},
+                          clips=int(values.get("clips") or 0), walk=speed("walk"), run=speed("run"),
+                          slowest_walk=speed("slowest_walk"), walk_back=speed("walk_back"),
+                          side_step=speed("side_step"), stride=values.get("stride") or None)
+
+    def get(self, name: str):
+        """A statistic by name (`walk`, `side_step`, ...), None when the style has none."""
+        return getattr(self, name, None)
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """The facts of one checkpoint every model kind shares (see the module docstring)."""
+
+    kind: str  # 'pfnn', 'matching', 'mvae' (docs/MODELS.md)
+    skeleton: Mapping[str, Any]  # `skeleton.skeleton_dict`: names, parents, offsets (m), channels, hips, ...
+    layout: Any  # the feature contract `ModelLayout` (x, y) for this skeleton
+    floor_heights: np.ndarray | None  # [4] planted height (m) of each contact joint in the mocap
+    stance: np.ndarray | None  # [4, 3] the mocap's standing stance of the contact joints (body frame)
+    stride: Mapping[str, Any]  # pooled stride length by speed (`motion.phase.stride_statistics`)
+    gait_speeds: Mapping[str, float]  # full-stick 'walk' and 'run' speeds (m/s)
+    style_names: tuple[str, ...]  # the style input's order
+    style_stats: Mapping[str, StyleStats]
+    trained_beta: float | None  # the PFNN's rbf bandwidth in training (None for kinds without one)
+    beta_range: tuple[float, float] | None  # the beta the model suits, unclipped (None: beta means nothing here)
+    training: Mapping[str, Any] = field(default_factory=dict)  # facts shown to people (epochs, losses, time)
+    data: Mapping[str, Any] = field(default_factory=dict)  # files, frames, hash of the training set
+    extra: Mapping[str, Any] = field(default_factory=dict)  # the kind's own metadata (e.g. matching weights)
+
+    # ---- reading ------------------------------------------------------------------------------
+    @staticmethod
+    def from_meta(meta: Mapping[str, Any], layout=None, config=None, kind: str | None = None) -> "ModelCard":
+        """Parse a checkpoint's metadata (`config`: the kind's model config when it has a beta and a
+        phase function, as the PFNN's `ModelConfig`)."""
+        meta = meta or {}
+        styles = meta.get("styles") or {}
+        stats = styles.get("stats") or {}
+        if not isinstance(stats, Mapping):
+            raise CardError(f"styles.stats: expected an object of per-style statistics, got {type(stats).__name__}")
+        training_config = (meta.get("training") or {}).get("config") or {}
+        trained_beta = _trained_beta(training_config, config)
+        return ModelCard(
+            kind=str(kind or meta.get("kind") or "pfnn"),
+            skeleton=_checked_skeleton(meta.get("skeleton")),
+            layout=layout if layout is not None else meta.get("layout"),
+            floor_heights=_floor_heights(meta.get("floor_heights")),
+            stance=_stance((meta.get("stance") or {}).get("positions")),
+            stride=meta.get("stride") or dict(FALLBACK_STRIDE),
+            gait_speeds=_gait_speeds(meta.get("gait_speeds")),
+            style_names=tuple(str(n) for n in (styles.get("names") or [])),
+            style_stats={str(name): StyleStats.from_dict(values or {}) for name, values in stats.items()},
+            trained_beta=trained_beta,
+            beta_range=_beta_range(training_config, config, trained_beta),
+            training=dict(meta.get("training") or {}), data=dict(meta.get("data") or {}),
+            extra=dict(meta.get(str(kind or meta.get("kind") or "pfnn")) or {}),
+        )
+
+    # ---- facts derived once -------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return list(self.skeleton["names"])
+
+    @property
+    def num_styles(self) -> int:
+        return len(self.style_names)
+
+    @property
+    def default_style(self) -> str | None:
+        """'normal' when the model knows it, else its first style; None without styles."""
+        if not self.style_names:
+            return None
+        return "normal" if "normal" in self.style_names else self.style_names[0]
+
+    @property
+    def walk_speed(self) -> float:
+        return float(self.gait_speeds.get("walk", FALLBACK_WALK_SPEED))
+
+    def style_weights(self, style=None) -> dict[str, float]:
+        """{style name: weight} from a name, an index or weights [S] over `style_names`; None gives the
+        default style."""
+        names = list(self.style_names)
+        if not names:
+            return {}
+        if style is None:
+            style = self.default_style
+        if isinstance(style, str):
+            if style not in names:
+                raise ValueError(f"unknown style {style!r}; this model's styles are {names}")
+            return {style: 1.0}
+        if isinstance(style, (int, np.integer)):
+            return {names[int(style)]: 1.0}
+        weights = [float(w) for w in style]
+        if len(weights) != len(names):
+            raise ValueError(f"style weights: expected {len(names)} weights (one per style), got {len(weights)}")
+        return {name: weight for name, weight in zip(names, weights) if weight > 0.0}
+
+
+def _checked_skeleton(skeleton) -> Mapping[str, Any]:
+    if not isinstance(skeleton, Mapping):
+        raise CardError("skeleton: missing (a checkpoint stores the skeleton it was trained on)")
+    names, parents, offsets = skeleton.get("names"), skeleton.get("parents"), skeleton.get("offsets")
+    if not isinstance(names, list) or not names:
+        raise CardError("skeleton.names: expected a list of joint names")
+    if not isinstance(parents, list) or len(parents) != len(names):
+        raise CardError(f"skeleton.parents: expected {len(names)} parent indices")
+    if any(not isinstance(p, int) or not -1 <= p < j for j, p in enumerate(parents)):
+        raise CardError("skeleton.parents: every parent must come before its joint (-1 for the root)")
+    offsets = np.asarray(offsets, dtype=float) if offsets is not None else None
+    if offsets is None or offsets.shape != (len(names), 3) or not np.isfinite(offsets).all():
+        raise CardError(f"skeleton.offsets: expected [{len(names)}, 3] finite offsets (m)")
+    return skeleton
+
+
+def _floor_heights(heights) -> np.ndarray | None:
+    if heights is None:
+        return None
+    values = np.asarray(heights, dtype=float)
+    if values.shape != (4,) or not np.isfinite(values).all():
+        raise CardError(f"checkpoint field floor_heights: expected 4 finite heights (m), got {heights!r}")
+    return values
+
+
+def _stance(positions) -> np.ndarray | None:
+    if positions is None:
+        return None
+    values = np.asarray(positions, dtype=float)
+    if values.shape != (4, 3) or not np.isfinite(values).all():
+        raise CardError(f"checkpoint field stance.positions: expected [4, 3] finite positions (m), got {values.tolist()}")
+    return values
+
+
+def _gait_speeds(speeds) -> dict[str, float]:
+    speeds = {k: float(v) for k, v in (speeds or {}).items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    if "run" not in speeds and "walk" in speeds:
+        speeds["run"] = RUN_TO_WALK_SPEED * speeds["walk"]
+    return speeds
+
+
+def _trained_beta(training_config: Mapping[str, Any], config) -> float | None:
+    if config is not None and hasattr(config, "beta"):
+        return float(config.beta)
+    beta = training_config.get("beta")
+    return float(beta) if isinstance(beta, (int, float)) else None
+
+
+def _beta_range(training_config: Mapping[str, Any], config, beta: float | None) -> tuple[float, float] | None:
+    """The trained range `training.config.beta_range` [lo, hi] when stored, else BETA_SPAN around the
+    trained beta; None for a model that does not use beta (cubic phase function, other kinds)."""
+    phase_function = getattr(config, "phase_function", None) or training_config.get("phase_function", "rbf")
+    if phase_function != "rbf" or beta is None and config is None and not training_config:
+        return None
+    trained = training_config.get("beta_range")
+    if (isinstance(trained, (list, tuple)) and len(trained) == 2
+            and all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in trained) and trained[0] <= trained[1]):
+        return float(trained[0]), float(trained[1])
+    if beta is None:
+        return None
+    return beta / BETA_SPAN, beta * BETA_SPAN
