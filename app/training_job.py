@@ -1,5 +1,5 @@
 """Background training: one worker thread running `run_training` (check the resume file, load the data,
-then `pfnn_core.training.train.train(config, progress, stop, data)`), a queue of progress dicts for the UI
+then `pfnn_core.training.loop.train(config, progress, stop, data)`), a queue of progress dicts for the UI
 thread, and a stop Event that is honoured at every stage (between data files, between batches).
 
 `training_config` checks what can be checked at once (the BVH folder has files, the output can be
@@ -22,11 +22,12 @@ class StoppedEarly(Exception):
 
 
 def training_config(form, resume: bool, work_dir):
-    """`pfnn_core.training.train.TrainConfig` from the Train panel (`ui.TrainPanel`), paths resolved against the
+    """`pfnn_core.training.config.TrainConfig` from the Train panel (`ui.TrainPanel`), paths resolved against the
     work folder; one torch thread so the viewer keeps its frame rate. Raises ValueError saying what is
     wrong with the form (no BVH files, an output that cannot be written, no resume file)."""
     from pfnn_core.data.dataset import bvh_paths
-    from pfnn_core.training.train import TrainConfig, resume_path_for
+    from pfnn_core.training.config import TrainConfig
+    from pfnn_core.training.resume import resume_path_for
 
     if not form.bvh_dir.strip():
         raise ValueError("choose a BVH folder")
@@ -56,7 +57,9 @@ def training_config(form, resume: bool, work_dir):
 def run_training(config, progress: Callable[[dict], None], stop: threading.Event):
     """The worker's stages, each stoppable: check the resume file, load the data (the stop flag is
     read after every file), train. Raises StoppedEarly when stopped before training began."""
-    from pfnn_core.training.train import load_training_data, resume_config, train
+    from pfnn_core.training.dataset import load_training_data
+    from pfnn_core.training.loop import train
+    from pfnn_core.training.resume import resume_config
 
     if config.resume:
         progress({"event": "checking", "path": config.resume})

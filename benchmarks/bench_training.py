@@ -66,7 +66,7 @@ def worker_build(args) -> dict:
 
 
 def _config(args):
-    from pfnn_core.training.train import TrainConfig
+    from pfnn_core.training.config import TrainConfig
 
     return TrainConfig(data=args.data, out=str(Path(args.out_dir) / "bench.safetensors"), epochs=1000,
                        patience=1000, batch_size=args.batch_size, hidden_size=args.hidden, device="cpu",
@@ -77,7 +77,7 @@ def worker_first_batch(args) -> dict:
     """A cached start: dataset from the cache, split, normalisation, tensors, up to the first batch."""
     import threading
 
-    from pfnn_core.training.train import train
+    from pfnn_core.training.loop import train
 
     started = time.perf_counter()
     first = {}
@@ -97,7 +97,7 @@ def worker_train(args) -> dict:
     import threading
 
     from pfnn_core.training import distributed
-    from pfnn_core.training.train import train
+    from pfnn_core.training.loop import train
 
     context = distributed.setup("cpu")
     config = _config(args)
@@ -126,13 +126,14 @@ def worker_train(args) -> dict:
 def worker_memory_tensors(args) -> dict:
     import torch
 
-    from pfnn_core.training.train import _split_and_norm, _to_device, load_training_data
+    from pfnn_core.training.dataset import load_training_data, split_and_normalise
+    from pfnn_core.training.tensors import to_device
 
     config = _config(args)
     data = load_training_data(config)
-    _, _, norm = _split_and_norm(data, config)
+    _, _, norm = split_and_normalise(data, config)
     before = _anonymous_mib()
-    tensors = _to_device(data, norm, torch.device("cpu"), on_demand=args.on_demand)
+    tensors = to_device(data, norm, torch.device("cpu"), on_demand=args.on_demand)
     sample = tensors.x[torch.arange(0, len(data.x), 997)]  # read rows, as training does
     return {"anonymous_mib": _anonymous_mib(), "anonymous_before_mib": before, "rows": len(data.x),
             "checked": float(sample.sum())}
@@ -194,7 +195,7 @@ def bench_train(args) -> None:
 
 
 def bench_memory(args) -> None:
-    print(f"\n## Memory per process with the tensors ready (anonymous MiB; cache file pages are shared)")
+    print("\n## Memory per process with the tensors ready (anonymous MiB; cache file pages are shared)")
     with tempfile.TemporaryDirectory() as scratch:
         cache = args.cache_dir or str(Path(scratch) / "cache")
         _run_worker(["--task", "build", "--cache-dir", cache, *_data(args)])

@@ -15,7 +15,7 @@ from pfnn_core.data import inspector as inspect_module
 from pfnn_core.data.build import build_training_data
 from pfnn_core.motion import bvh
 from pfnn_core.motion.kinematics import resample
-from pfnn_core.training import train as train_module
+from pfnn_core.training import cli as train_cli
 
 LEFT_LEG, RIGHT_LEG = slice(14, 18), slice(18, 22)
 
@@ -104,14 +104,14 @@ def test_pfnn_train_stops_before_any_epoch(bad_set, tmp_path, capsys):
     cache = tmp_path / "cache"
     args = ["--epochs", "1", "--hidden", "16", "--device", "cpu", "--threads", "1", "--cache-dir", str(cache)]
     out = tmp_path / "model.safetensors"
-    assert train_module.main([str(folder), "--out", str(out), *args]) == 2
+    assert train_cli.main([str(folder), "--out", str(out), *args]) == 2
     err = capsys.readouterr().err
     assert "short.bvh: clip too short to window" in err and "epoch" not in err and not out.exists()
 
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     unwritable = a_file / "model.safetensors"
-    assert train_module.main([str(folder / "walk.bvh"), "--out", str(unwritable), *args]) == 2
+    assert train_cli.main([str(folder / "walk.bvh"), "--out", str(unwritable), *args]) == 2
     err = capsys.readouterr().err
     assert f"{unwritable}: cannot write the model there" in err
     assert not cache.exists()  # refused before the dataset was built

@@ -20,7 +20,10 @@ from pfnn_core.data.labels import LabelRule
 from pfnn_core.data.normalise import normalisation
 from pfnn_core.features.layout import FeatureLayout, ModelLayout
 from pfnn_core.motion import bvh
-from pfnn_core.training import train as train_module
+from pfnn_core.training import cli, distributed
+from pfnn_core.training.config import TrainConfig
+from pfnn_core.training.dataset import split_and_normalise
+from pfnn_core.training.tensors import style_one_hot, to_device
 
 CLIPS = ("dataset-2_walk_normal_001", "dataset-2_run_normal_001", "dataset-2_raise-up-both-hands_normal_001")
 
@@ -171,8 +174,8 @@ def test_parallel_build_equals_the_serial_build(tmp_path, bvh_dir):
 def test_rows_normalised_on_demand_equal_a_normalised_copy():
     data = synthetic_data(styles=3)
     norm = normalisation(data)
-    on_demand = train_module._to_device(data, norm, torch.device("cpu"), on_demand=True)
-    copied = train_module._to_device(data, norm, torch.device("cpu"), on_demand=False)
+    on_demand = to_device(data, norm, torch.device("cpu"), on_demand=True)
+    copied = to_device(data, norm, torch.device("cpu"), on_demand=False)
     assert isinstance(on_demand.x, dataset_cache.NormalisedRows) and isinstance(copied.x, torch.Tensor)
     rows = torch.tensor([5, 0, 700, 5])
     assert torch.equal(on_demand.x[rows], copied.x[rows]) and torch.equal(on_demand.y[rows], copied.y[rows])
@@ -180,9 +183,9 @@ def test_rows_normalised_on_demand_equal_a_normalised_copy():
     expected = (data.x[700] - norm[0]) / norm[1]
     np.testing.assert_allclose(on_demand.x[torch.tensor([700])][0].numpy(), expected, rtol=1e-6)
     # the style input of a batch (or of one rank's share) is its rows' styles, one-hot
-    share, _ = train_module.distributed.rank_share(np.array([5, 700, 0, 181, 300, 95]), train_module.distributed.Context(1, 2))
+    share, _ = distributed.rank_share(np.array([5, 700, 0, 181, 300, 95]), distributed.Context(1, 2))
     for tensors in (on_demand, copied):
-        styles = train_module._style_of(tensors, torch.as_tensor(share))
+        styles = style_one_hot(tensors, torch.as_tensor(share))
         assert torch.equal(styles, torch.nn.functional.one_hot(torch.as_tensor(data.style[share]), 3).float())
 
 
@@ -201,14 +204,14 @@ def test_chunked_normalisation_equals_numpy():
 def test_pfnn_train_says_when_the_dataset_comes_from_the_cache(clip_folder, tmp_path, capsys):
     common = [str(clip_folder), "--out", str(tmp_path / "m.safetensors"), "--epochs", "1", "--hidden", "16",
               "--threads", "1", "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
-    assert train_module.main(common) == 0
+    assert cli.main(common) == 0
     first = capsys.readouterr().err
     assert "features built in" in first and "cached in" in first
     assert "dataset: 3 clips" in first and "samples (mirrored copies included)" in first
-    assert train_module.main(common) == 0
+    assert cli.main(common) == 0
     second = capsys.readouterr().err
     assert "dataset read from the cache" in second and "not rebuilt" in second and "features built" not in second
-    assert train_module.main(common + ["--no-cache"]) == 0
+    assert cli.main(common + ["--no-cache"]) == 0
     assert "(cache off)" in capsys.readouterr().err
 
 
@@ -229,8 +232,8 @@ def test_values_derived_from_a_cached_set_are_computed_once(clip_folder, tmp_pat
     dataset_cache.remembered(uncached, "means-v1", compute)
     assert len(calls) == 3
     # training reads the kept normalisation: the same numbers as computing it
-    config = train_module.TrainConfig(val_fraction=0.34, seed=2)
+    config = TrainConfig(val_fraction=0.34, seed=2)
     for data in (cached, again, uncached):
-        rows, _, norm = train_module._split_and_norm(data, config)
+        rows, _, norm = split_and_normalise(data, config)
         expected = normalisation(uncached, rows)
         assert all(np.array_equal(a, b) for a, b in zip(norm, expected))

@@ -27,10 +27,11 @@ import torch
 from test_train import synthetic_data, tiny_config
 
 from pfnn_core.models import checkpoint as checkpoint_module
-from pfnn_core.models.checkpoint import load_checkpoint
-from pfnn_core.training import distributed
-from pfnn_core.training import train as train_module
-from pfnn_core.training.train import TrainConfig, train
+from pfnn_core.models.registry import load_checkpoint
+from pfnn_core.training import cli, distributed, loop
+from pfnn_core.training.config import TrainConfig
+from pfnn_core.training.loop import train
+from pfnn_core.training.schedules import epoch_start_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 DEADLINE_S = 180
@@ -60,16 +61,16 @@ def _rank_main(rank: int, world_size: int, port: int, out: str, config_values: d
     torch.set_num_threads(1)
     context = distributed.setup("cpu")
     written = []
-    real_save = train_module.save_checkpoint
+    real_save = loop.save_checkpoint
 
     def recording_save(path, *args, **kwargs):
         written.append(str(path))
         return real_save(path, *args, **kwargs)
 
-    train_module.save_checkpoint = recording_save
+    loop.save_checkpoint = recording_save
     betas = []
-    real_beta = train_module.batch_beta
-    train_module.batch_beta = lambda config, step: betas.append(real_beta(config, step)) or betas[-1]
+    real_beta = loop.batch_beta
+    loop.batch_beta = lambda config, step: betas.append(real_beta(config, step)) or betas[-1]
     data = synthetic_data(styles=2)
     out = Path(out)
     config = TrainConfig(**config_values)
@@ -117,6 +118,7 @@ def two_process_run(tmp_path_factory):
     return config, out, _run_two_processes(out, config)
 
 
+@pytest.mark.slow  # two training processes
 def test_two_processes_reach_the_one_process_validation_loss(two_process_run, tmp_path):
     config, out, ranks = two_process_run
     single = train(replace(config, out=str(tmp_path / "single.safetensors")), data=synthetic_data(styles=2))
@@ -127,10 +129,11 @@ def test_two_processes_reach_the_one_process_validation_loss(two_process_run, tm
     assert distributed_val[-1] < 0.8 * distributed_val[0]  # it learned
     np.testing.assert_allclose(distributed_val, single.val_losses, rtol=0.02)
     # the same number of optimizer steps and the same schedule: the global batch is the one asked for
-    step_counts = {len(train_module.epoch_start_rows(np.arange(540), config, epoch)) for epoch in range(3)}
+    step_counts = {len(epoch_start_rows(np.arange(540), config, epoch)) for epoch in range(3)}
     assert step_counts == {6}
 
 
+@pytest.mark.slow  # two training processes
 def test_only_rank_0_writes_and_the_checkpoint_records_the_world_size(two_process_run):
     _, out, ranks = two_process_run
     assert ranks[1]["written"] == []
@@ -145,6 +148,7 @@ def test_only_rank_0_writes_and_the_checkpoint_records_the_world_size(two_proces
     assert not torch.equal(resumable.training_state["rng.torch"], resumable.training_state["rng.torch.rank1"])
 
 
+@pytest.mark.slow  # two training processes
 def test_a_stop_seen_by_one_rank_stops_both_and_resume_finishes_the_same_run(two_process_run):
     _, out, ranks = two_process_run
     for rank in ranks:
@@ -156,6 +160,7 @@ def test_a_stop_seen_by_one_rank_stops_both_and_resume_finishes_the_same_run(two
     np.testing.assert_allclose(resumed["val"], full["val"], rtol=1e-6)
 
 
+@pytest.mark.slow  # two training processes
 def test_a_batch_smaller_than_the_world_does_not_hang(two_process_run):
     _, _, ranks = two_process_run
     # 180 rollout starts in batches of 179: the last batch has one row, so rank 1 gets none
@@ -212,6 +217,7 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch, random_checkpoint):
     assert load_checkpoint(path).config == previous.config
 
 
+@pytest.mark.slow  # two training processes
 def test_pfnn_train_under_torchrun_stops_on_ctrl_c_with_a_resumable_checkpoint(tmp_path, bundled_bvh_files):
     clips = tmp_path / "clips"
     clips.mkdir()
@@ -220,7 +226,7 @@ def test_pfnn_train_under_torchrun_stops_on_ctrl_c_with_a_resumable_checkpoint(t
     out = tmp_path / "run" / "m.safetensors"
     resume = out.with_name("m.resume.safetensors")
     torchrun = Path(sys.executable).with_name("torchrun")
-    command = [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "pfnn_core.training.train", str(clips),
+    command = [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "pfnn_core.training.cli", str(clips),
                "--out", str(out), "--epochs", "10000", "--patience", "10000", "--hidden", "16",
                "--batch-size", "64", "--device", "cpu", "--cache-dir", str(tmp_path / "cache")]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -247,6 +253,6 @@ def test_pfnn_train_under_torchrun_stops_on_ctrl_c_with_a_resumable_checkpoint(t
 
 def test_default_threads_share_the_cores_among_torchruns_processes():
     cores = os.cpu_count() or 1
-    assert train_module.default_threads({}) == cores
-    assert train_module.default_threads({"LOCAL_WORLD_SIZE": "2"}) == max(cores // 2, 1)
-    assert train_module.default_threads({"LOCAL_WORLD_SIZE": str(4 * cores)}) == 1  # never 0
+    assert cli.default_threads({}) == cores
+    assert cli.default_threads({"LOCAL_WORLD_SIZE": "2"}) == max(cores // 2, 1)
+    assert cli.default_threads({"LOCAL_WORLD_SIZE": str(4 * cores)}) == 1  # never 0

@@ -151,12 +151,12 @@ def skeleton_sets(tmp_path_factory) -> dict:
 @pytest.fixture(scope="module")
 def trained(skeleton_sets, tmp_path_factory) -> dict:
     """One tiny model per skeleton, trained with the `pfnn-train` command's own entry point."""
-    from pfnn_core.training import train
+    from pfnn_core.training import cli as train_cli
 
     models = {}
     for kind, folder in skeleton_sets.items():
         out = tmp_path_factory.mktemp(f"model_{kind}") / "m.safetensors"
-        assert train.main([str(folder), "--out", str(out), "--hidden", "32", "--epochs", "2",
+        assert train_cli.main([str(folder), "--out", str(out), "--hidden", "32", "--epochs", "2",
                            "--device", "cpu", "--seed", "3", "--threads", "1"]) == 0
         models[kind] = out
     return models
@@ -238,12 +238,12 @@ def test_quick_evaluation_finds_the_training_clips_by_itself(trained, kind, tmp_
 
 
 def test_a_skeleton_without_recognisable_feet_is_refused_naming_file_and_names(skeleton_sets, tmp_path, capsys):
-    from pfnn_core.training import train
+    from pfnn_core.training import cli as train_cli
 
     source = sorted(skeleton_sets["mixamo_in_120fps"].glob("*walk_normal_001.bvh"))[0]
     paws = tmp_path / "paws"
     paws.mkdir()
     (paws / "clip.bvh").write_text(source.read_text().replace("LeftFoot", "LeftPaw").replace("RightFoot", "RightPaw"))
-    assert train.main([str(paws), "--out", str(tmp_path / "m.safetensors"), "--epochs", "1"]) == 2
+    assert train_cli.main([str(paws), "--out", str(tmp_path / "m.safetensors"), "--epochs", "1"]) == 2
     error = capsys.readouterr().err
     assert "clip.bvh" in error and "'foot' or 'ankle'" in error and "LeftPaw" in error

@@ -1,6 +1,7 @@
 """Training: a tiny run lowers the validation loss, a fixed seed reproduces a run exactly, the stop flag
 writes a resumable checkpoint and resuming finishes the same run, NaN losses stop with a clear error,
-the loss terms are zero on the data itself, and the command line refuses bad input with exit code 2.
+the loss terms are zero on the data itself, and the command line refuses bad input with exit code 2 and
+trains the model kind `--kind` names.
 
 The data is a small synthetic gait: per clip a phase that advances at a clip-specific rate, a pose that is
 a function of the phase, and y's pose equal to the next row's x pose, so rollouts are meaningful."""
@@ -12,21 +13,22 @@ import pytest
 import torch
 
 from pfnn_core.data.normalise import normalisation, split_by_clip
+from pfnn_core.device import resolve_device
 from pfnn_core.features.layout import FeatureLayout, ModelLayout
-from pfnn_core.models.checkpoint import load_checkpoint
-from pfnn_core.training import train as train_module
-from pfnn_core.training.train import (
-    TrainConfig,
-    TrainingError,
-    cosine_lr,
-    epoch_start_rows,
-    feedback_probability,
-    main,
-    sample_losses,
-    train,
-)
+from pfnn_core.models.registry import load_checkpoint
+from pfnn_core.training import cli, loop
+from pfnn_core.training.cli import main
+from pfnn_core.training.config import TrainConfig, TrainingError, TrainResult
+from pfnn_core.training.loop import train
+from pfnn_core.training.losses import sample_losses
+from pfnn_core.training.resume import resume_config
+from pfnn_core.training.schedules import cosine_lr, epoch_start_rows, feedback_probability, oversampled_rows
+from pfnn_core.training.tensors import to_device
 
 NAMES = ["Hips", "UpLeg_L", "Foot_L", "Toes_L", "UpLeg_R", "Foot_R", "Toes_R"]
+PARENTS = [-1, 0, 1, 2, 0, 4, 5]
+OFFSETS = [[0.0, 0.0, 0.0], [0.1, -0.05, 0.0], [0.0, -0.8, 0.0], [0.0, -0.05, 0.12],
+           [-0.1, -0.05, 0.0], [0.0, -0.8, 0.0], [0.0, -0.05, 0.12]]  # metres: a checkpoint stores its skeleton
 J = len(NAMES)
 
 
@@ -82,10 +84,10 @@ def synthetic_data(clips=8, frames=90, seed=0, styles=0) -> TinyData:
                     phase=np.concatenate(phases).astype(np.float32), clip=np.concatenate(clip_ids),
                     next_index=np.concatenate(nexts), layout=ModelLayout(x_layout, y_layout),
                     clip_names=[f"clip{i}.bvh" for i in range(clips)],
-                    skeleton={"names": NAMES, "parents": [-1, 0, 1, 2, 0, 4, 5]},
+                    skeleton={"names": NAMES, "parents": PARENTS, "offsets": OFFSETS},
                     stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4},
                     style=np.concatenate(clip_ids) % max(styles, 1),
-                    styles=[f"style{i}" for i in range(styles)])
+                    styles=[f"style{i}" for i in range(styles)], floor_heights=[0.08, 0.02, 0.08, 0.02])
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +160,7 @@ def test_stop_flag_saves_resumable_checkpoint_and_resume_finishes_the_same_run(t
 
 def test_resume_config_reads_the_stored_settings(tmp_path, data):
     result = train(tiny_config(tmp_path, epochs=1), data=data)
-    config = train_module.resume_config(result.resume_path, epochs=2)
+    config = resume_config(result.resume_path, epochs=2)
     assert config.hidden_size == 32 and config.epochs == 2 and config.resume == str(result.resume_path)
     resumed = train(config, data=data)
     assert resumed.epochs_completed == 2
@@ -174,7 +176,7 @@ def test_nan_loss_stops_with_a_clear_error(tmp_path, data):
 
 def test_loss_terms_vanish_on_the_data_and_foot_skating_by_hand(tmp_path, data):
     norm = normalisation(data, split_by_clip(data, 0.25, 0)[0])
-    tensors = train_module._to_device(data, norm, torch.device("cpu"))
+    tensors = to_device(data, norm, torch.device("cpu"))
     config = tiny_config(tmp_path)
     target = tensors.y[:10]
     terms = sample_losses(target.clone(), target, tensors, config)
@@ -222,7 +224,7 @@ def test_cli_surfaces_data_errors_as_one_line(tmp_path, capsys, monkeypatch):
     def mixed(config, **kwargs):
         raise ValueError("b.bvh: skeleton differs from a.bvh (joint names)")
 
-    monkeypatch.setattr(train_module, "load_training_data", mixed)
+    monkeypatch.setattr(cli, "load_training_data", mixed)
     assert main([str(folder), "--out", str(tmp_path / "m.safetensors")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "pfnn-train: error: b.bvh: skeleton differs from a.bvh (joint names)"
@@ -232,7 +234,7 @@ def test_cli_trains_and_resumes(tmp_path, capsys, monkeypatch, data):
     folder = tmp_path / "clips"
     folder.mkdir()
     (folder / "a.bvh").write_text("HIERARCHY\n")
-    monkeypatch.setattr(train_module, "load_training_data", lambda config, **kwargs: data)
+    monkeypatch.setattr(cli, "load_training_data", lambda config, **kwargs: data)
     out = tmp_path / "m.safetensors"
     common = ["--hidden", "16", "--batch-size", "64", "--threads", "1", "--device", "cpu"]
     assert main([str(folder), "--out", str(out), "--epochs", "1", *common]) == 0
@@ -267,16 +269,16 @@ def test_oversampling_repeats_the_rows_of_the_named_motion_kinds_only(data):
     # clip 0 side-steps to the left, clip 1 walks backwards, the other six walk forward
     tagged = labelled(data, ["walk-left", "walk-back"] + ["walk"] * 6)
     rows = np.arange(len(data.x))
-    more = train_module.oversampled_rows(rows, tagged, {"side": 3, "back": 2})
+    more = oversampled_rows(rows, tagged, {"side": 3, "back": 2})
     counts = np.bincount(more, minlength=len(rows))
     assert (counts[data.clip == 0] == 3).all() and (counts[data.clip == 1] == 2).all()
     assert (counts[data.clip >= 2] == 1).all()
     assert len(more) == len(rows) + 2 * 90 + 1 * 90
-    assert train_module.oversampled_rows(rows, tagged, {}) is rows
+    assert oversampled_rows(rows, tagged, {}) is rows
     with pytest.raises(ValueError, match="unknown motion kind 'sideways'.*side"):
-        train_module.oversampled_rows(rows, tagged, {"sideways": 2})
+        oversampled_rows(rows, tagged, {"sideways": 2})
     with pytest.raises(ValueError, match="whole number >= 1"):
-        train_module.oversampled_rows(rows, tagged, {"side": 0})
+        oversampled_rows(rows, tagged, {"side": 0})
 
 
 def test_fine_tuning_starts_from_the_given_model_and_keeps_its_normalisation(tmp_path, data):
@@ -301,13 +303,13 @@ def test_cli_reads_oversample_factors_and_refuses_bad_ones(tmp_path, capsys, mon
     folder.mkdir()
     (folder / "a.bvh").write_text("HIERARCHY\n")
     seen = {}
-    monkeypatch.setattr(train_module, "load_training_data", lambda config, **kwargs: data)
+    monkeypatch.setattr(cli, "load_training_data", lambda config, **kwargs: data)
 
     def remember(rows, given_data, factors):
         seen["factors"] = factors
         return rows
 
-    monkeypatch.setattr(train_module, "oversampled_rows", remember)
+    monkeypatch.setattr(loop, "oversampled_rows", remember)
     common = ["--hidden", "16", "--batch-size", "64", "--threads", "1", "--device", "cpu", "--epochs", "1"]
     assert main([str(folder), "--out", str(tmp_path / "m.safetensors"), "--oversample", "side=4",
                  "--oversample", "back=2", *common]) == 0
@@ -315,3 +317,54 @@ def test_cli_reads_oversample_factors_and_refuses_bad_ones(tmp_path, capsys, mon
     with pytest.raises(SystemExit) as exit_info:
         main([str(folder), "--oversample", "side", *common])
     assert exit_info.value.code == 2 and "expected KIND=N" in capsys.readouterr().err
+
+
+def test_cli_trains_the_kind_asked_for_and_names_the_known_kinds_for_an_unknown_one(tmp_path, capsys, monkeypatch,
+                                                                                   data):
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    (folder / "a.bvh").write_text("HIERARCHY\n")
+    common = [str(folder), "--out", str(tmp_path / "m.safetensors"), "--hidden", "16", "--device", "cpu"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*common, "--kind", "mvae"])
+    assert exit_info.value.code == 2
+    assert "argument --kind: unknown model kind 'mvae' (known: pfnn)" in capsys.readouterr().err
+    assert cli.KINDS["pfnn"] is train  # the default kind is this package's loop
+
+    monkeypatch.setattr(cli, "load_training_data", lambda config, **kwargs: data)
+    calls = []
+
+    def other_kind(config, progress=None, stop=None, data=None):
+        calls.append((config, stop, data))
+        return TrainResult(out_path=tmp_path / "other.safetensors", resume_path=tmp_path / "other.resume",
+                           epochs_completed=2, best_epoch=2, best_val_loss=0.25, train_losses=[0.5, 0.3],
+                           val_losses=[0.4, 0.25], stopped=False, early_stopped=False, wall_s=1.0)
+
+    monkeypatch.setitem(cli.KINDS, "other", other_kind)
+    assert main([*common, "--kind", "other"]) == 0
+    [(config, stop, given)] = calls
+    assert config.hidden_size == 16 and given is data and not stop.is_set()
+    assert "best validation loss 0.2500 at epoch 2" in capsys.readouterr().err
+    assert not (tmp_path / "m.safetensors").exists()  # the PFNN loop did not run
+
+
+def test_the_command_runs_as_a_module_as_torchrun_starts_it():
+    import subprocess
+    import sys
+
+    completed = subprocess.run([sys.executable, "-m", "pfnn_core.training.cli", "--kind", "nope"],
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2
+    assert "pfnn-train: error: argument --kind: unknown model kind 'nope' (known: pfnn)" in completed.stderr
+
+
+def test_device_names_resolve_once_for_training_and_the_runtime(tmp_path, data):
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        resolve_device("gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'cuda:1' was asked for but CUDA is not available"):
+            resolve_device("cuda:1")
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            train(tiny_config(tmp_path, device="cuda"), data=data)
