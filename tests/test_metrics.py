@@ -17,91 +17,6 @@ def feet_track(x, height):
 # ---------------------------------------------------------------------------------------- feet
 
 
-def test_foot_skating_constant_velocity_on_the_ground():
-    t = np.arange(120) * DT
-    ground = np.array([0.04, 0.12])
-    # foot 0 slides at 1 m/s on its ground height; foot 1 is 20 cm up all the time.
-    feet = feet_track(np.stack([t * 1.0, t * 3.0], axis=-1), ground + np.array([0.0, 0.2]))
-    result = metrics.foot_skating(feet, DT, ground)
-    assert result.per_foot[0] == pytest.approx(1.0)
-    assert np.isnan(result.per_foot[1])
-    assert result.mean == pytest.approx(1.0)
-    np.testing.assert_allclose(result.near_ground_share, [1.0, 0.0])
-
-
-def test_foot_skating_ignores_lifted_steps_and_pools_feet():
-    # 0.5 m/s on the ground for the first 60 frames, then 2 m/s lifted 10 cm.
-    x = np.concatenate([np.arange(61) * DT * 0.5, 0.5 + np.arange(1, 60) * DT * 2.0])
-    height = np.where(np.arange(120) <= 60, 0.0, 0.1)
-    feet = feet_track(np.stack([x, np.arange(120) * DT * 0.25], axis=-1), np.stack([height, np.zeros(120)], -1))
-    result = metrics.foot_skating(feet, DT, np.zeros(2))
-    # steps 0..59 are on the ground (step 60 straddles 0 and 0.1: mean height 0.05, not < band).
-    assert result.per_foot[0] == pytest.approx(0.5)
-    assert result.per_foot[1] == pytest.approx(0.25)
-    assert result.mean == pytest.approx((60 * 0.5 + 119 * 0.25) / (60 + 119))
-
-
-def test_foot_skating_weighted_follows_mann_weight():
-    t = np.arange(30) * DT
-    band = 0.05
-    feet = feet_track(t[:, None] * 1.0, np.full((30, 1), 0.5 * band))
-    plain = metrics.foot_skating(feet, DT, np.zeros(1), height_band=band)
-    weighted = metrics.foot_skating(feet, DT, np.zeros(1), height_band=band, weighted=True)
-    assert plain.mean == pytest.approx(1.0)
-    assert weighted.mean == pytest.approx(2.0 - np.sqrt(2.0))
-
-
-def test_foot_skating_batched_matches_unbatched():
-    rng = np.random.default_rng(0)
-    feet = rng.normal(scale=0.05, size=(3, 50, 2, 3))
-    ground = np.array([0.0, 0.01])
-    batched = metrics.foot_skating(feet, DT, ground, weighted=True)
-    for b in range(3):
-        single = metrics.foot_skating(feet[b], DT, ground, weighted=True)
-        np.testing.assert_allclose(batched.per_foot[b], single.per_foot)
-        np.testing.assert_allclose(batched.mean[b], single.mean)
-
-
-def test_skating_ratio_counts_fast_slides_independently_of_rate():
-    # ground contact throughout; first half slides 0.5 m/s (1.67 cm per 1/30 s), second half 1 m/s (3.3 cm).
-    def track(dt):
-        n = int(round(2.0 / dt))
-        speed = np.where(np.arange(n) < n // 2, 0.5, 1.0)
-        x = np.concatenate([[0.0], np.cumsum(speed[:-1] * dt)])
-        return feet_track(x[:, None], np.zeros((n, 1)))
-
-    at_60 = metrics.skating_ratio(track(1 / 60), 1 / 60, np.zeros(1))
-    at_30 = metrics.skating_ratio(track(1 / 30), 1 / 30, np.zeros(1))
-    assert at_60 == pytest.approx(59 / 119)  # steps 60..118 of 0..118 are fast
-    assert at_30 == pytest.approx(29 / 59)
-
-
-def test_contact_foot_speed_counts_steps_in_contact_at_both_ends():
-    x = np.stack([np.arange(5) * 0.01, np.arange(5) * 0.02], axis=-1)  # 0.6 and 1.2 m/s at 60 Hz
-    feet = feet_track(x, np.zeros((5, 2)))
-    contacts = np.array([[1, 0], [1, 1], [1, 1], [0, 1], [0, 0]], dtype=bool)
-    # joint 0: steps 0-1, 1-2 (0.6 m/s each); joint 1: steps 1-2, 2-3 (1.2 m/s each).
-    assert metrics.contact_foot_speed(feet, contacts, DT) == pytest.approx((2 * 0.6 + 2 * 1.2) / 4)
-    assert np.isnan(metrics.contact_foot_speed(feet, np.zeros((5, 2), bool), DT))
-
-
-def test_foot_penetration_is_depth_below_planted_height():
-    ground = np.array([0.04, 0.12])
-    height = np.tile(ground, (10, 1))
-    height[4, 1] = 0.12 - 0.031
-    height[6, 0] = 0.04 - 0.01
-    feet = feet_track(np.zeros((10, 2)), height)
-    assert metrics.foot_penetration(feet, ground) == pytest.approx(0.031)
-    assert metrics.foot_penetration(feet_track(np.zeros((10, 2)), ground + 0.1), ground) == 0.0
-
-
-def test_ground_heights_from_motion_finds_planted_height():
-    height = np.array([0.042, 0.117]) + np.abs(np.sin(np.linspace(0, 20, 400)))[:, None] * 0.3
-    height[::7] = np.array([0.042, 0.117])  # planted often enough for the 5% quantile
-    feet = feet_track(np.zeros((400, 2)), height)
-    np.testing.assert_allclose(metrics.ground_heights_from_motion(feet), [0.042, 0.117], atol=1e-9)
-
-
 # ---------------------------------------------------------------------------------------- root
 
 
@@ -243,16 +158,6 @@ def test_integrate_root_motion_turns_after_each_step():
 def quat_about_y(angle):
     angle = np.asarray(angle, dtype=float)
     return np.stack([np.cos(angle / 2), np.zeros_like(angle), np.sin(angle / 2), np.zeros_like(angle)], axis=-1)
-
-
-def test_rotation_steps_and_pops():
-    angles = np.array([0.0, 0.1, 0.2, 1.0, 1.05])  # one 0.8 rad (46 deg) jump
-    rotations = np.stack([quat_about_y(angles), quat_about_y(np.zeros(5))], axis=1)  # [T=5, J=2, 4]
-    rotations[2, 0] *= -1.0  # the same rotation with the other sign
-    np.testing.assert_allclose(metrics.rotation_steps(rotations)[:, 0], [0.1, 0.1, 0.8, 0.05], atol=1e-9)
-    np.testing.assert_allclose(metrics.rotation_steps(rotations)[:, 1], 0.0, atol=1e-9)
-    # one popped step out of 4 steps of 1/60 s: 1 per 4/60 s = 15 per second = 900 per minute.
-    assert metrics.pose_pops_per_minute(rotations, 1 / 60) == pytest.approx(900.0)
 
 
 def test_phase_consistency_invariances_and_a_known_value():

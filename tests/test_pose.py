@@ -15,15 +15,9 @@ from pfnn_core.math.quat import (
 from pfnn_core.motion.kinematics import forward_kinematics
 from pfnn_core.motion.root import body_frames
 from pfnn_core.runtime import settle
+from pfnn_core.runtime.feet import SWING_LIFT_RATE, Settling, place_feet
 from pfnn_core.runtime.ik import SOFT_REACH, FootLocks, leg_chains
-from pfnn_core.runtime.pose import (
-    SWING_LIFT_RATE,
-    fit_rotations_to_positions,
-    forward_kinematics_global,
-    place_feet,
-    pose_from_prediction,
-    skeleton_plan,
-)
+from pfnn_core.runtime.pose import fit_rotations_to_positions, forward_kinematics_global, pose_from_prediction, skeleton_plan
 from pfnn_core.runtime.settings import RuntimeSettings
 
 HIPS = 1
@@ -217,7 +211,7 @@ def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_h
     track, stepping = [], []
     for _ in range(60):
         placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), contacts, locks, settings, floor, dt, plan,
-                            np.array([True]), state, shown, np.zeros((1, 2)), stance)
+                            Settling(np.array([True]), state, np.zeros((1, 2)), stance), shown_before=shown)
         locks, state, shown = placed.locks, placed.settle, placed.positions
         track.append(shown[0, plan.contact_joints].copy())
         stepping.append(int(state.foot[0]))
@@ -242,7 +236,7 @@ def test_settling_steps_bring_the_feet_from_mid_stride_to_the_stance_under_the_h
     released = []
     for _ in range(int(round(settings.lock_release_time / dt)) + 2):
         placed = place_feet(network_pose(), np.zeros((1, 3)), np.zeros(1), contacts, locks, settings, floor, dt, plan,
-                            np.array([False]), state, shown, np.zeros((1, 2)), stance)
+                            Settling(np.array([False]), state, np.zeros((1, 2)), stance), shown_before=shown)
         locks, state, shown = placed.locks, placed.settle, placed.positions
         released.append(shown[0, plan.contact_joints].copy())
     np.testing.assert_allclose(released[0], track[-1], atol=1e-9)
@@ -331,7 +325,7 @@ def test_a_trailing_foot_out_of_reach_turns_its_heel_up_about_the_held_toe():
     """Hip 0.85 m up, leg reach 0.87 m; toe pinned 0.40 m behind, the flat foot's ankle 0.15 m further
     back: out of reach (0.95 m). The heel turns up about the toe by the least angle that brings the ankle within
     reach (the foot's length kept); when that takes more than HEEL_OFF_MAX_TURN, no turn is offered."""
-    from pfnn_core.runtime.pose import HEEL_OFF_MAX_TURN, _heel_up_about_toe
+    from pfnn_core.runtime.feet import HEEL_OFF_MAX_TURN, _heel_up_about_toe
 
     hip, toe, ankle = np.array([0.0, 0.85, 0.0]), np.array([0.0, 0.04, -0.40]), np.array([0.0, 0.08, -0.55])
     foot = np.linalg.norm(ankle - toe)

@@ -3,10 +3,8 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
 from scipy.spatial.transform import Rotation
 
-from pfnn_core import quat_torch as QT
 from pfnn_core.math import quat as Q
 
 ALL_ORDERS = ["".join(p) for p in itertools.permutations("XYZ")] + [a + b + a for a in "XYZ" for b in "XYZ" if a != b]
@@ -138,45 +136,6 @@ def test_unroll_abs_identity():
     assert np.all(np.sum(unrolled[1:] * unrolled[:-1], axis=-1) > 0)
     assert np.all(Q.quat_abs(q)[:, 0] >= 0) and same_rotation(Q.quat_abs(q), q)
     assert Q.quat_identity((2, 3)).shape == (2, 3, 4) and np.all(Q.quat_identity((2, 3))[..., 0] == 1)
-
-
-def test_torch_twin_agrees_with_numpy():
-    q, r = random_quats((64,), 13), random_quats((64,), 14)
-    v = np.random.default_rng(15).normal(size=(64, 3))
-    t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
-    pairs = [
-        (Q.quat_mul(q, r), QT.quat_mul(t(q), t(r))),
-        (Q.quat_inv(q), QT.quat_inv(t(q))),
-        (Q.quat_mul_vec(q, v), QT.quat_mul_vec(t(q), t(v))),
-        (Q.quat_inv_mul(q, r), QT.quat_inv_mul(t(q), t(r))),
-        (Q.quat_inv_mul_vec(q, v), QT.quat_inv_mul_vec(t(q), t(v))),
-        (Q.quat_abs(q), QT.quat_abs(t(q))),
-        (Q.quat_unroll(q), QT.quat_unroll(t(q))),
-        (Q.quat_to_expmap(q), QT.quat_to_expmap(t(q))),
-        (Q.quat_from_expmap(v), QT.quat_from_expmap(t(v))),
-        (Q.quat_slerp(q, r, 0.3), QT.quat_slerp(t(q), t(r), 0.3)),
-        (Q.quat_to_matrix(q), QT.quat_to_matrix(t(q))),
-        (Q.quat_from_matrix(Q.quat_to_matrix(q)), QT.quat_from_matrix(t(Q.quat_to_matrix(q)))),
-        (Q.quat_to_6d(q), QT.quat_to_6d(t(q))),
-        (Q.quat_from_6d(v.repeat(2, axis=1) + np.arange(6)), QT.quat_from_6d(t(v.repeat(2, axis=1) + np.arange(6)))),
-        (Q.quat_between(v, v[::-1]), QT.quat_between(t(v), t(v[::-1].copy()))),
-        (Q.quat_from_yaw(v[:, 0]), QT.quat_from_yaw(t(v[:, 0]))),
-        (Q.quat_to_yaw(q), QT.quat_to_yaw(t(q))),
-        (Q.quat_from_angle_axis(v[:, 0], v), QT.quat_from_angle_axis(t(v[:, 0]), t(v))),
-        (Q.quat_identity(3), QT.quat_identity(3, dtype=torch.float64)),
-    ]
-    for order in ALL_ORDERS:
-        pairs.append((Q.quat_to_euler(q, order), QT.quat_to_euler(t(q), order)))
-        pairs.append((Q.quat_from_euler(v, order), QT.quat_from_euler(t(v), order)))
-    for expected, got in pairs:
-        np.testing.assert_allclose(got.numpy(), expected, atol=1e-9)
-
-
-def test_torch_twin_is_differentiable():
-    r6 = torch.randn(8, 6, dtype=torch.float64, requires_grad=True)
-    loss = QT.quat_to_expmap(QT.quat_from_6d(r6)).square().sum() + QT.quat_to_euler(QT.quat_from_6d(r6), "ZXY").sum()
-    loss.backward()
-    assert torch.isfinite(r6.grad).all()
 
 
 def test_stack_last_and_vector_length_match_numpy():

@@ -1,8 +1,7 @@
-"""Motion-quality measures (DESIGN.md section 6) as pure functions over arrays.
-
-Owns the definitions used by `pfnn-eval` and the tests: foot skating (speed and ratio forms), foot
-penetration, idle drift, responsiveness (speed and heading), turn overshoot, steady-state errors, path
-following, jerk and phase consistency.
+"""Control measures as pure functions over arrays: idle drift, responsiveness (speed and heading),
+turn overshoot, steady-state errors, path following, jerk, root paths and their correlation. The body's
+measures (skating against the capture's floor, realism, pops, ...) are `measures.py`'s; every formula is
+in docs/EVALUATION.md.
 
 Units are SI throughout: metres, seconds, radians, Y up, ground plane X/Z. Headings and yaws share one
 convention: heading 0 points along +Z and heading pi/2 along +X, i.e. `heading = atan2(x, z)`, which is
@@ -17,14 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pfnn_core.math.quat import wrap_angle
-
-# MANN's foot-contact band. DESIGN.md allows 2.5-5 cm above the joint's planted height, but on the bundled
-# mocap a swinging toe clears the floor by only 1-2 cm, so a 5 cm band counts much of the swing as
-# "near the ground" (walk reference 0.70 m/s at 5 cm against 0.52 m/s at 2.5 cm).
-DEFAULT_HEIGHT_BAND = 0.025
-# "Moves more than 2.5 cm in a frame" is a 30 fps figure (real mocap scores ~5% on it).
-SKATING_SLIDE_DISTANCE = 0.025
-SKATING_REFERENCE_DT = 1.0 / 30.0
 
 
 def heading_of(vector_xz):
@@ -54,112 +45,6 @@ def integrate_path(velocity_xz, dt, start_xz=None):
 
 # ----------------------------------------------------------------------------------------------
 # Feet
-
-
-@dataclass(frozen=True)
-class FootSkating:
-    """Foot skating summary.
-
-    per_foot: [..., K] mean (weighted) horizontal speed in m/s over the foot's near-ground steps, nan
-        for a foot that never comes near the ground.
-    mean: [...] the same pooled over all near-ground steps of all feet.
-    near_ground_share: [..., K] share of steps in which the foot is near the ground.
-    """
-
-    per_foot: np.ndarray
-    mean: np.ndarray
-    near_ground_share: np.ndarray
-
-
-def _foot_steps(foot_positions, ground_heights):
-    """Horizontal distance moved [..., T-1, K] and height above ground [..., T-1, K] per step.
-
-    The height of a step is the mean of its two frames' heights above the joint's ground height,
-    clipped at 0 (a foot below its ground height counts as on the ground).
-    """
-    foot_positions = np.asarray(foot_positions, dtype=np.float64)
-    ground_heights = np.asarray(ground_heights, dtype=np.float64)
-    horizontal = foot_positions[..., [0, 2]]
-    distance = np.linalg.norm(np.diff(horizontal, axis=-3), axis=-1)
-    height = foot_positions[..., 1] - ground_heights
-    step_height = np.maximum(0.5 * (height[..., 1:, :] + height[..., :-1, :]), 0.0)
-    return distance, step_height
-
-
-def foot_skating(foot_positions, dt, ground_heights, height_band=DEFAULT_HEIGHT_BAND, weighted=False):
-    """Mean horizontal foot speed (m/s) over the steps a foot is near the ground.
-
-    foot_positions: [..., T, K, 3] world positions of K foot joints (ankles, toes), sampled every dt s.
-    ground_heights: [K] height of each joint above the floor when planted (toe ~4.2 cm, ankle ~11.7 cm
-        on the bundled skeleton); a step is "near the ground" when its height h above that is < band.
-    weighted: weight each near-ground step's speed by (2 - 2^(h / band)) as in MANN (1 at h = 0,
-        0 at h = band), so a foot sliding while lifting off counts less than one sliding flat.
-    Compare only with the same measure, ground heights, band and frame rate on the reference mocap.
-    """
-    distance, height = _foot_steps(foot_positions, ground_heights)
-    speed = distance / dt
-    near = height < height_band
-    weight = (2.0 - np.power(2.0, height / height_band)) if weighted else np.ones_like(speed)
-    contribution = np.where(near, weight * speed, 0.0)
-    count = near.sum(axis=-2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_foot = contribution.sum(axis=-2) / count
-        mean = contribution.sum(axis=(-2, -1)) / count.sum(axis=-1)
-    share = count / max(speed.shape[-2], 1)
-    return FootSkating(per_foot=per_foot, mean=mean, near_ground_share=share)
-
-
-def skating_ratio(foot_positions, dt, ground_heights, height_band=DEFAULT_HEIGHT_BAND,
-                  slide_distance=SKATING_SLIDE_DISTANCE, reference_dt=SKATING_REFERENCE_DT):
-    """Share [...] of near-ground steps (all feet pooled) in which the foot slides too far.
-
-    "Too far" is more than `slide_distance` (2.5 cm) per `reference_dt` (1/30 s), i.e. a horizontal
-    speed above slide_distance / reference_dt = 0.75 m/s, so the figure does not depend on the rate
-    the motion is sampled at (2.5 cm per 1/60 s frame would be twice as lenient). Real mocap scores
-    about 5% on this. Returns nan when no step is near the ground.
-    """
-    distance, height = _foot_steps(foot_positions, ground_heights)
-    near = height < height_band
-    sliding = near & (distance / dt > slide_distance / reference_dt)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sliding.sum(axis=(-2, -1)) / near.sum(axis=(-2, -1))
-
-
-def contact_foot_speed(foot_positions, contacts, dt):
-    """Mean horizontal speed (m/s) [...] of foot joints over the steps they are in contact.
-
-    foot_positions [..., T, K, 3]; contacts [..., T, K] bool (labels, or a contact output above its
-    threshold); a step counts when the joint is in contact at both of its frames. nan when none is.
-    This is the skating that foot locking should remove: a pinned foot does not move.
-    """
-    foot_positions = np.asarray(foot_positions, dtype=np.float64)
-    contacts = np.asarray(contacts, dtype=bool)
-    speed = np.linalg.norm(np.diff(foot_positions[..., [0, 2]], axis=-3), axis=-1) / dt
-    both = contacts[..., 1:, :] & contacts[..., :-1, :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(both, speed, 0.0).sum(axis=(-2, -1)) / both.sum(axis=(-2, -1))
-
-
-def foot_penetration(foot_positions, ground_heights):
-    """Deepest sinking [...] (m, >= 0) of any foot joint below its planted height over all frames.
-
-    A joint's ground height is its height above the floor when planted, so sinking below it by d means
-    the sole is d below the floor. foot_positions [..., T, K, 3], ground_heights [K].
-    """
-    foot_positions = np.asarray(foot_positions, dtype=np.float64)
-    depth = np.asarray(ground_heights, dtype=np.float64) - foot_positions[..., 1]
-    return np.maximum(depth.max(axis=(-2, -1)), 0.0)
-
-
-def ground_heights_from_motion(foot_positions, quantile=0.05):
-    """Planted height [K] of each foot joint: a low quantile of its height over all frames.
-
-    A low quantile rather than the minimum so that a few noisy frames do not set the floor.
-    foot_positions [..., T, K, 3]; every leading frame counts.
-    """
-    heights = np.asarray(foot_positions, dtype=np.float64)[..., 1]
-    k = heights.shape[-1]
-    return np.quantile(heights.reshape(-1, k), quantile, axis=0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,26 +243,6 @@ def mean_jerk(joint_positions, dt):
     return np.linalg.norm(jerk, axis=-1).mean(axis=(-2, -1))
 
 
-def rotation_steps(rotations):
-    """Angle (rad, in [0, pi]) each rotation turns between consecutive frames: [..., T, J, 4] -> [..., T-1, J].
-
-    Unit quaternions (w, x, y, z); the angle of q_t^-1 q_{t+1} is 2 acos(|q_t . q_{t+1}|), so q and -q
-    (the same rotation) count as no turn.
-    """
-    rotations = np.asarray(rotations, dtype=np.float64)
-    dot = np.abs((rotations[..., 1:, :, :] * rotations[..., :-1, :, :]).sum(axis=-1))
-    return 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
-
-
-def pose_pops_per_minute(rotations, dt, max_step=np.radians(30.0)):
-    """Frames per minute [...] in which any joint turns more than max_step in one frame (a visible pop).
-
-    rotations [..., T, J, 4] global joint rotations sampled every dt s; compare only at equal rates.
-    """
-    popped = (rotation_steps(rotations) > max_step).any(axis=-1)
-    return popped.sum(axis=-1) / (popped.shape[-1] * dt / 60.0)
-
-
 def integrate_root_motion(local_velocity_xz, yaw_rate, dt, start_yaw=0.0):
     """World root path [..., T + 1, 2] and yaw [..., T + 1] from per-step root motion.
 
@@ -400,8 +265,9 @@ def phase_consistency(predicted_root_xz, mocap_root_xz):
     """Correlation [...] of two root paths [..., T, 2]: 1 when one is an offset and scaled copy.
 
     Pearson correlation taken jointly over both ground axes: each path is centred on its own mean per
-    axis, then r = sum(a . b) / sqrt(sum |a|^2 * sum |b|^2). DESIGN.md asks for > 0.9 between the root
-    path integrated from a model's predicted velocities and the mocap's, on held-out clips.
+    axis, then r = sum(a . b) / sqrt(sum |a|^2 * sum |b|^2). The evaluation asks for > 0.9 between the root
+    path integrated from a model's predicted velocities and the mocap's, on held-out clips (weak: a
+    straight line scores 0.998).
     """
     a = np.asarray(predicted_root_xz, dtype=np.float64)
     b = np.asarray(mocap_root_xz, dtype=np.float64)

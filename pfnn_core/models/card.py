@@ -160,8 +160,8 @@ def _checked_skeleton(skeleton) -> Mapping[str, Any]:
 
 
 def _floor_heights(heights) -> np.ndarray | None:
-    if heights is None:
-        return None
+    if heights is None or (isinstance(heights, (list, tuple)) and not heights):
+        return None  # not measured (a training set without contact labels; a checkpoint older than the field)
     values = np.asarray(heights, dtype=float)
     if values.shape != (4,) or not np.isfinite(values).all():
         raise CardError(f"checkpoint field floor_heights: expected 4 finite heights (m), got {heights!r}")

@@ -1,8 +1,8 @@
-"""The phase-functioned neural network: config, phase functions, layers, model, numpy runner.
+"""The phase-functioned neural network: config, phase functions, layers, model.
 
 Owns: `ModelConfig`, the two phase functions (`rbf_phase_weights` with the cyclic distance,
 `cubic_phase_weights`, a cyclic Catmull-Rom spline over 4 control sets), `PhaseFunctionedLinear`,
-`PFNN` and `NumpyPFNN` (the same weights as numpy arrays, for batch-1 CPU inference).
+`PFNN` (the runtime's CPU copy of the same weights is `pfnn_network.FoldedPFNN`).
 
 Style conditioning: a model with `num_styles` S > 0 takes style weights [B, S] (one-hot for one style,
 any weights summing to 1 for a blend) appended to the input of EVERY phase-functioned layer, so each
@@ -208,46 +208,3 @@ class PFNN(nn.Module):
                 hidden = nn.functional.elu(hidden)
         return hidden
 
-    def to_numpy_runner(self) -> "NumpyPFNN":
-        return NumpyPFNN.from_model(self)
-
-
-class NumpyPFNN:
-    """Inference-only copy of a PFNN as float32 numpy arrays (no dropout), same `beta` semantics.
-
-    Each layer's weight sets are stored side by side as one [in, K * out] matrix, so a step is one
-    matrix-vector product per layer followed by the blend.
-    """
-
-    def __init__(self, config: ModelConfig, weights: list[np.ndarray], biases: list[np.ndarray]):
-        self.config = config
-        self.beta = float(config.beta)
-        self.kernel_count = config.kernel_count
-        self.weights = [np.ascontiguousarray(w.transpose(1, 0, 2).reshape(w.shape[1], -1), np.float32)
-                        for w in weights]
-        self.biases = [np.ascontiguousarray(b, np.float32) for b in biases]
-
-    @classmethod
-    def from_model(cls, model: PFNN) -> "NumpyPFNN":
-        weights = [layer.weight.detach().cpu().numpy() for layer in model.layers]
-        biases = [layer.bias.detach().cpu().numpy() for layer in model.layers]
-        runner = cls(model.config, weights, biases)
-        runner.beta = model.beta
-        return runner
-
-    def __call__(self, x: np.ndarray, phase: np.ndarray, style: np.ndarray | None = None) -> np.ndarray:
-        """x [B, in], phase [B], style [B, S] (when the model has styles) -> y [B, out] (float32)."""
-        x = np.asarray(x, np.float32)
-        blend = phase_weights(np.asarray(phase, np.float32), self.config.phase_function,
-                              self.config.num_kernels, self.beta).astype(np.float32)
-        style = check_style(style, self.config.num_styles, len(x))
-        hidden = x
-        last = len(self.weights) - 1
-        for index, (weight, bias) in enumerate(zip(self.weights, self.biases)):
-            if style is not None:
-                hidden = np.concatenate([hidden, np.asarray(style, np.float32)], axis=-1)
-            per_kernel = (hidden @ weight).reshape(hidden.shape[0], self.kernel_count, -1)
-            hidden = np.einsum("bk,bko->bo", blend, per_kernel) + blend @ bias
-            if index < last:
-                hidden = np.where(hidden > 0.0, hidden, np.expm1(np.minimum(hidden, 0.0)))
-        return hidden

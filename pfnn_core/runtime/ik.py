@@ -188,10 +188,21 @@ def step_shown(foot, offset, weight, height):
     return (shown[0], shown[1] + lift, shown[2])
 
 
+class Pin(NamedTuple):
+    """One foot joint's pin after a tick (`update_lock`)."""
+
+    target: tuple  # (x, y, z) world: the pin while held; the shown position while released
+    weight: float  # 1 while held; while released, what is left of the release fade (1 -> 0)
+    active: bool  # held vs released
+    offset: tuple  # world offset of the shown joint from the network's joint (fades out once released)
+    shown: tuple  # where the joint is shown this tick
+    stepping: bool  # released into a catch-up step
+
+
 @njit
 def update_lock(target, weight, active, offset, foot, in_contact, release_time, dt, release_distance, floor_level,
                 start_height, snap_height, snap_keep, stepping=False, step_height=-1.0):
-    """Advance one foot joint's pin by one tick; returns (target, weight, active, offset, shown, stepping).
+    """Advance one foot joint's pin by one tick (a `Pin`).
 
     A pin starts when the contact output rises above its threshold while the joint is shown within
     `start_height` of its floor level, at the joint's shown position (so it does not jump); a pin that
@@ -213,9 +224,9 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
                      0.0)
         shown = step_shown(foot, offset, weight, step_height)
         if weight > 0.0:
-            return target, weight, False, offset, shown, True
+            return Pin(target, weight, False, offset, shown, True)
         landed = mat3.sub(shown, foot)  # = -CATCH_UP_LEAD x offset: it fades out if the contact has ended
-        return shown, 1.0, in_contact, landed, shown, False
+        return Pin(shown, 1.0, in_contact, landed, shown, False)
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
     if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
@@ -235,16 +246,16 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
         distance = math.sqrt(dx * dx + dz * dz)
         if distance > release_distance:
             if step_height >= 0.0:
-                return target, 1.0, False, mat3.sub(target, foot), target, True
+                return Pin(target, 1.0, False, mat3.sub(target, foot), target, True)
             shrink = release_distance / max(distance, 1e-12)
             target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
-        return target, 1.0, True, mat3.sub(target, foot), target, False
+        return Pin(target, 1.0, True, mat3.sub(target, foot), target, False)
     if active:  # the contact ended: release from where the pin holds the joint
         offset, weight = mat3.sub(target, foot), 1.0
     else:
         weight = max(weight - dt / max(release_duration(offset, release_time), 1e-6), 0.0)
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
-    return shown, weight, False, offset, shown, False
+    return Pin(shown, weight, False, offset, shown, False)
 
 
 @njit
@@ -255,10 +266,10 @@ def _update_locks(target, weight, active, offset, stepping, foot, contacts, thre
         pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(offset, i), mat3.load3(foot, i),
                           contacts[i] > threshold, release_time, dt, release_distance, floor[i], start_height,
                           snap_height, snap_keep, stepping[i], step_height)
-        mat3.store3(out_target, i, pin[0])
-        out_weight[i], out_active[i], out_stepping[i] = pin[1], pin[2], pin[5]
-        mat3.store3(out_offset, i, pin[3])
-        mat3.store3(out_shown, i, pin[4])
+        mat3.store3(out_target, i, pin.target)
+        out_weight[i], out_active[i], out_stepping[i] = pin.weight, pin.active, pin.stepping
+        mat3.store3(out_offset, i, pin.offset)
+        mat3.store3(out_shown, i, pin.shown)
 
 
 def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, release_time: float,

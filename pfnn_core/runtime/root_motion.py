@@ -2,9 +2,9 @@
 and the tick's root-motion stage.
 
 Drift correction removes the moving-average ERROR to the command (predicted - commanded root
-velocity and yaw rate) over a window of ticks, never the motion itself (DESIGN.md section 5). The
-errors are kept as running sums in a `springs.History`, so the mean over any window up to
-`DRIFT_CAPACITY` ticks is one subtraction.
+velocity and yaw rate) over a window of ticks, never the motion itself (subtracting the mean motion
+would cancel the intended motion). The errors are kept as running sums in a `history.History`, so the
+mean over any window up to `DRIFT_CAPACITY` ticks is one subtraction.
 """
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ class RuntimeSettings:
     # settling step height, instead of being dragged along the floor (`ik.update_lock`).
     catch_up_steps: bool = _tunable(True, "Catch-up steps",
                                     "A pinned foot the body has left behind steps after it instead of sliding.")
-    # Lift of a free foot the network swings along the floor (m): `pose.SWING_SPEEDS`.
+    # Lift of a free foot the network swings along the floor (m): `feet.SWING_SPEEDS`.
     swing_clearance: float = _tunable(0.03, "Swing clearance (m)",
                                       "Keep a fast-moving free foot this high above the floor (0 = off).",
                                       min=0.0, max=0.1, step=0.005)

@@ -42,7 +42,7 @@ class CharacterState:
     lock_active: np.ndarray  # [B, 4] bool: pin held vs released
     lock_offset: np.ndarray  # [B, 4, 3] world offset of a released joint from the network's joint (fades out)
     lock_stepping: np.ndarray  # [B, 4] bool: released into a catch-up step (`ik.update_lock`)
-    swing_lift: np.ndarray  # [B, 2] m: how far each foot is held up in its swing (`pose.place_feet`)
+    swing_lift: np.ndarray  # [B, 2] m: how far each foot is held up in its swing (`feet.place_feet`)
     settle_active: np.ndarray  # [B] bool: settling after a stop (`settle.py`)
     settle_foot: np.ndarray  # [B] int: the foot in a settling step (-1 none, 0 left, 1 right)
     settle_progress: np.ndarray  # [B] progress of that step, 0..1

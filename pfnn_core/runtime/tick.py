@@ -6,7 +6,7 @@ The root for this frame was placed at the end of the previous tick, as in PFNN's
      `root_motion.primed_past`) and the fed-back pose, packed by the feature layout;
   3. `MotionModel.predict`: the motion model (PFNN, motion matching, motion VAE) on its device;
   4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK;
-  5. `settling_stage` and `pose.place_feet`: foot pins (released relative to the body; a pin the body
+  5. `settling_stage` and `feet.place_feet`: foot pins (released relative to the body; a pin the body
      has left behind takes a catch-up step), after a stop the settling steps (`settle.py`), floor,
      two-bone leg IK with a soft reach, the foot turning about a held toe (what is displayed);
   6. `root_motion.root_motion` and `root_motion.advance_phase`: the root and phase of the next tick;
@@ -23,9 +23,10 @@ from pfnn_core.math.quat import quat_from_yaw
 from pfnn_core.models.base import ModelInput, MotionModel
 from pfnn_core.runtime import settle
 from pfnn_core.runtime.command import Command, CommandBatch
+from pfnn_core.runtime.feet import Settling, place_feet
 from pfnn_core.runtime.guards import check_tick
 from pfnn_core.runtime.ik import FootLocks
-from pfnn_core.runtime.pose import place_feet, pose_from_prediction
+from pfnn_core.runtime.pose import pose_from_prediction
 from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion
 from pfnn_core.runtime.settings import RuntimeSettings
 from pfnn_core.runtime.state import CharacterState, _settle_fields, yaw_of
@@ -56,17 +57,17 @@ def model_input(state: CharacterState, plan, root_yaw, model: MotionModel, setti
     return x
 
 
-def settling_stage(state: CharacterState, released, trajectory, settings: RuntimeSettings, model: MotionModel) -> tuple:
-    """What the foot stage needs for the settling steps: (settling [B] bool, the settle state, the
-    pose shown last tick [B, J, 3], the root's remaining travel [B, 2], the stance). A
-    character settles from the moment the stick is `released` [B] (the desired velocity is zero) until it
-    moves again; its root then comes to rest with the command spring (`control.root_motion`), so the
-    steps aim at the stance under the hips moved by the spring's remaining travel."""
+def settling_stage(state: CharacterState, released, trajectory, settings: RuntimeSettings,
+                   model: MotionModel) -> Settling:
+    """What the foot stage needs for the settling steps. A character settles from the moment the stick is
+    `released` [B] (the desired velocity is zero) until it moves again; its root then comes to rest with
+    the command spring (`root_motion.root_motion`), so the steps aim at the stance under the hips moved
+    by the spring's remaining travel."""
     settling = released & bool(settings.settle_steps and settings.foot_locking and model.stance is not None)
     springs = trajectory.springs
-    return (settling, settle.SettleState(state.settle_active, state.settle_foot, state.settle_progress,
-                                         state.settle_start, state.settle_steps), state.world_joint_pos,
-            remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), model.stance)
+    return Settling(settling, settle.SettleState(state.settle_active, state.settle_foot, state.settle_progress,
+                                                 state.settle_start, state.settle_steps),
+                    remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), model.stance)
 
 
 def step(state: CharacterState, command: Command | Sequence[Command] | CommandBatch, settings: RuntimeSettings,
@@ -94,13 +95,14 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
                                 state.lock_stepping), settings,
-                      model.floor_heights, dt, model.plan, *settling, swing_lift=state.swing_lift,
+                      model.floor_heights, dt, model.plan, settling, shown_before=state.world_joint_pos,
+                      swing_lift=state.swing_lift,
                       heel_off=(trajectory.gait[:, :, 2].max(axis=1) < 0.5) & ~commands.strafe)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
                          trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
-                         trajectory.warp, state.drift, settings, dt, float(model.future_times[0]), settling[0],
+                         trajectory.warp, state.drift, settings, dt, float(model.future_times[0]), settling.characters,
                          commands.strafe, state.traj_past_gait[:, :, 0])
     phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt,
                           lambda speed: settings.stride_scale * model.stride_length(speed, state.style),
