@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.scene import SceneFrame, from_runtime_state
+from app.render.scene import SceneFrame, from_runtime_state
 
 CROWD_SPACING = 1.6  # m between neighbours in crowd mode
 

@@ -103,9 +103,9 @@ class Viewer:
         from imgui_bundle import imgui, implot
         from imgui_bundle.python_backends import pyglet_backend
 
-        from app.camera import Camera
         from app.input import InputDevices
-        from app.renderer import Renderer
+        from app.render.camera import Camera
+        from app.render.renderer import Renderer
         from app.transport import StateHistory
         from app.ui import ViewerState, apply_style
         from pfnn_core.runtime.timestep import FixedTimestep
@@ -734,7 +734,7 @@ class Viewer:
         self.camera.fly(move, up, real_dt)
 
     def interpolated_frames(self):
-        from app.scene import lerp
+        from app.render.scene import lerp
 
         if len(self.prev_frames) != len(self.cur_frames):
             return self.cur_frames
@@ -793,7 +793,7 @@ class Viewer:
                               style=weights_label(style.names, style.running) if self.source is self.live_source else "")
 
     def render_scene(self, frames) -> None:
-        from app.overlays import build_overlays
+        from app.render.overlays import build_overlays
         from app.ui import PANEL_WIDTH
 
         self.window.switch_to()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.scene import SceneFrame, lerp_phase
+from app.render.scene import SceneFrame, lerp_phase
 from pfnn_core.motion.gait_labels import gait_labels
 
 PAST_SECONDS = 1.0

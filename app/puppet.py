@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.camera import damp_factor
-from app.scene import SceneFrame
+from app.render.camera import damp_factor
+from app.render.scene import SceneFrame
 
 PUPPET_NAMES = ("joint_Root", "Hips", "Spine", "Chest", "Neck", "Head",
                 "Shoulder_L", "UpperArm_L", "LowerArm_L", "Hand_L",

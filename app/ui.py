@@ -15,12 +15,12 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from app import keys, messages, paths
-from app.camera import CAMERA_MODES
 from app.editor_panel import EditorPanel, editor_section
 from app.file_browser import BrowserState, RecentFolders, browser_window
-from app.overlays import phase_dial_outline
 from app.path_fields import apply_choice, path_field, remember_rect
-from app.renderer import VIEW_MODES
+from app.render.camera import CAMERA_MODES
+from app.render.overlays import phase_dial_outline
+from app.render.renderer import VIEW_MODES
 from app.style_panel import StylePanel, style_section
 from app.transport import MAX_SPEED, MIN_SPEED, TransportPanel
 from pfnn_core.runtime.settings import RuntimeSettings, tunable_fields

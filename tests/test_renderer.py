@@ -7,19 +7,14 @@ import pytest
 from conftest import BVH_DIR
 from test_other_skeleton import POSER_NO_TOES, retarget
 
-from app import body_mesh
-from app.body_mesh import (
-    Rig,
-    body_layout,
-    build_body,
-    load_or_build_body,
-    rig_from_positions,
-    rotations_from_positions,
-    skin_vertices,
-    skinning_matrices,
-)
-from app.renderer import VIEW_MODES, shadow_footprints, shadow_texture_matrix, shadow_view_projection
-from app.scene import SceneFrame
+from app.render.body import cache as body_cache
+from app.render.body.build import build_body
+from app.render.body.cache import load_or_build_body
+from app.render.body.rig import Rig, body_layout, rig_from_positions
+from app.render.body.skinning import INFLUENCES, rotations_from_positions, skin_vertices, skinning_matrices
+from app.render.renderer import VIEW_MODES
+from app.render.scene import SceneFrame
+from app.render.shadows import shadow_footprints, shadow_texture_matrix, shadow_view_projection
 from pfnn_core.math.quat import quat_from_angle_axis, quat_from_yaw, quat_mul, quat_mul_vec, quat_normalize
 from pfnn_core.motion import bvh
 from pfnn_core.motion.kinematics import forward_kinematics
@@ -97,7 +92,7 @@ def test_weights_are_normalised_and_bind_every_vertex_to_bones_next_to_it(bundle
     for lod in bundled_body.lods:
         assert np.allclose(lod.weights.sum(axis=-1), 1.0, atol=1e-5)
         assert (lod.weights >= 0).all()
-        for influence in range(body_mesh.INFLUENCES):
+        for influence in range(INFLUENCES):
             joints, weights = lod.joints[:, influence], lod.weights[:, influence]
             used = weights > 0.1
             # the joint's own bones: to its parent and to its children (or the joint itself for a leaf)
@@ -203,8 +198,8 @@ def test_the_cache_is_keyed_by_the_skeleton_and_survives_a_broken_file(tmp_path,
     assert rig.key() == other_pose.key()  # the reference pose is not part of the key
     assert rig.key() != Rig(rig.parents, rig.offsets * 1.1, rig.ref_rot, rig.ref_pos, rig.facing).key()
     builds = []
-    real_build = body_mesh.build_body
-    monkeypatch.setattr(body_mesh, "build_body", lambda r: builds.append(1) or real_build(r, voxel=0.03,
+    real_build = body_cache.build_body
+    monkeypatch.setattr(body_cache, "build_body", lambda r: builds.append(1) or real_build(r, voxel=0.03,
                                                                                             lod_triangles=(800,)))
     first = load_or_build_body(rig, tmp_path)
     second = load_or_build_body(rig, tmp_path)
@@ -259,7 +254,7 @@ WIDTH, HEIGHT = 480, 320
 def gl(tmp_path_factory):
     import moderngl
 
-    from app.renderer import Renderer
+    from app.render.renderer import Renderer
 
     ctx = moderngl.create_standalone_context(backend="egl")
     framebuffer = ctx.simple_framebuffer((WIDTH, HEIGHT))
@@ -283,7 +278,7 @@ def _frames(walk, offsets=((0.0, 0.0),), frame: int = 0, yaw: float = 0.0):
 
 
 def _camera(yaw=0.6, pitch=0.35, distance=4.0):
-    from app.camera import OrbitCamera
+    from app.render.camera import OrbitCamera
 
     camera = OrbitCamera(yaw=yaw, pitch=pitch, distance=distance)
     camera.snap(np.zeros(3))
@@ -291,7 +286,7 @@ def _camera(yaw=0.6, pitch=0.35, distance=4.0):
 
 
 def _draw(gl, frames, camera, view_mode="mesh"):
-    from app.overlays import OverlayGeometry
+    from app.render.overlays import OverlayGeometry
 
     renderer, framebuffer = gl
     renderer.render(frames, OverlayGeometry(), camera, (WIDTH, HEIGHT), view_mode=view_mode, framebuffer=framebuffer)
@@ -300,7 +295,7 @@ def _draw(gl, frames, camera, view_mode="mesh"):
 
 
 def _pixels(camera, points):
-    from app.camera import project_points
+    from app.render.camera import project_points
 
     return project_points(np.asarray(points, np.float64), camera.projection(WIDTH / HEIGHT) @ camera.view(), WIDTH, HEIGHT)
 
@@ -352,15 +347,15 @@ def test_each_view_mode_draws_the_character_around_its_joints(gl, walk):
 
 
 def test_a_crowd_is_drawn_in_full_with_one_instanced_draw_per_mesh_kind(gl, walk, monkeypatch):
-    from app import renderer as renderer_module
+    from app.render import characters, gpu
 
     grid = [(x, z) for x in (-2.4, -1.2, 0.0, 1.2, 2.4) for z in (-1.5, 0.0, 1.5)]
     camera = _camera(yaw=0.0, pitch=0.9, distance=9.0)
     frames = _frames(walk, offsets=[(0.0, 0.0)] + [g for g in grid if g != (0.0, 0.0)], frame=5)
     empty = _draw(gl, [], camera)
     draws = []
-    real_render = renderer_module._InstanceStream.render
-    monkeypatch.setattr(renderer_module._InstanceStream, "render",
+    real_render = gpu.InstanceStream.render
+    monkeypatch.setattr(gpu.InstanceStream, "render",
                         lambda stream, name, mode=4: (draws.append((name, stream.counts.get(name, stream.count)))
                                                       if stream.counts.get(name, stream.count) else None,
                                                       real_render(stream, name, mode)))
@@ -369,7 +364,7 @@ def test_a_crowd_is_drawn_in_full_with_one_instanced_draw_per_mesh_kind(gl, walk
     assert drawn["body_instances"] == len(frames) and sum(drawn["tiers"]) == len(frames)
     body_draws = [count for name, count in draws if name in ("main", "shadow")]
     assert sum(count for name, count in draws if name == "main") == len(frames)
-    assert len(body_draws) <= 2 * len(renderer_module.BODY_TIER_LODS)
+    assert len(body_draws) <= 2 * len(characters.BODY_TIER_LODS)
     changed = np.abs(image - empty).sum(axis=-1) > 24
     for frame in frames:  # every character is there: pixels around its chest
         x, y = _pixels(camera, [frame.joint_pos[3]])[0]
@@ -377,7 +372,7 @@ def test_a_crowd_is_drawn_in_full_with_one_instanced_draw_per_mesh_kind(gl, walk
     draws.clear()
     _draw(gl, frames, camera, "capsules")
     assert gl[0].last_draw["capsule_instances"] > 30 * len(frames)
-    assert len([1 for name, _ in draws if name == "main"]) <= len(renderer_module.CAPSULE_TIER_MESHES)
+    assert len([1 for name, _ in draws if name == "main"]) <= len(characters.CAPSULE_TIER_MESHES)
 
 
 def test_a_skeleton_that_cannot_have_a_body_is_drawn_as_capsules_in_the_mesh_view(gl):

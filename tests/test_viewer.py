@@ -8,9 +8,11 @@ import threading
 import numpy as np
 import pytest
 
-from app.camera import OrbitCamera, look_at, perspective, project_points
 from app.input import InputDevices, InputFrame, combine, gamepad_frame, keyboard_frame, radial_deadzone
-from app.overlays import (
+from app.playback import load_clip
+from app.render.camera import OrbitCamera, look_at, perspective, project_points
+from app.render.geometry import horizon_ndc_y, spheres_in_view, uncovered_rects
+from app.render.overlays import (
     COMMAND_COLOUR,
     PREDICTED_COLOUR,
     OverlayGeometry,
@@ -18,9 +20,7 @@ from app.overlays import (
     phase_geometry,
     trajectory_geometry,
 )
-from app.playback import load_clip
-from app.renderer import horizon_ndc_y, spheres_in_view, uncovered_rects
-from app.scene import SceneFrame, drawn_bones, lerp, lerp_phase
+from app.render.scene import SceneFrame, drawn_bones, lerp, lerp_phase
 from app.training_job import TrainingJob, eta_seconds
 from pfnn_core.motion import bvh
 from pfnn_core.runtime.command import command_from_stick
@@ -153,7 +153,7 @@ def test_phase_needle_turns_clockwise_from_the_facing():
 def test_joint_axes_follow_the_joint_rotation():
     from scipy.spatial.transform import Rotation
 
-    from app.overlays import joint_axes_geometry
+    from app.render.overlays import joint_axes_geometry
 
     rotation = Rotation.from_euler("y", 90, degrees=True)
     x, y, z, w = rotation.as_quat()
@@ -369,7 +369,7 @@ def test_toggling_the_trajectory_overlay_changes_the_image_around_the_trajectory
     live.script = _script([{"duration": 10.0, "move": [0.0, 1.0]}])
     live.run_frames(45)
     frame = live.interpolated_frames()[0]
-    from app.overlays import build_overlays
+    from app.render.overlays import build_overlays
 
     without = _render(live, [frame], build_overlays(frame, {"trajectory": False}))
     with_overlay = _render(live, [frame], build_overlays(frame, {"trajectory": True}))

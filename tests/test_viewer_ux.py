@@ -12,10 +12,10 @@ from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key, mouse
 
 from app import keys
-from app.camera import CAMERA_MODES, Camera, project_points
 from app.capture import VideoRecorder, capture_name
 from app.file_browser import RecentFolders, list_folder
 from app.messages import details, failure_message, one_line
+from app.render.camera import CAMERA_MODES, Camera, project_points
 from app.transport import StateHistory, TransportPanel, next_speed, scaled_real_dt
 from app.ui import loss_plot_limits
 from pfnn_core.motion import bvh

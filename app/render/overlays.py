@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.scene import SceneFrame
+from app.render.scene import SceneFrame
 
 PAST_COLOUR = (0.55, 0.62, 0.72, 1.0)
 PREDICTED_COLOUR = (0.16, 0.72, 0.95, 1.0)  # the network's trajectory (what it was conditioned on)
