@@ -103,7 +103,7 @@ class Viewer:
         from imgui_bundle import imgui, implot
         from imgui_bundle.python_backends import pyglet_backend
 
-        from app.input import InputDevices
+        from app.input.devices import InputDevices
         from app.render.camera import Camera
         from app.render.renderer import Renderer
         from app.transport import StateHistory
@@ -152,7 +152,7 @@ class Viewer:
     # ---- sources -------------------------------------------------------------------------------
     def _load_initial(self, model_path, bvh_path) -> None:
         from app.paths import BUNDLED_BVH
-        from app.puppet import PuppetSource
+        from app.sources.puppet import PuppetSource
         from pfnn_core.motion import bvh
 
         self.live_source = PuppetSource()
@@ -174,8 +174,8 @@ class Viewer:
 
     def load_model(self, path) -> bool:
         """Run the checkpoint at `path`; on failure the running character stays and the panel shows why."""
-        from app.live import LiveSource
         from app.messages import failure_message
+        from app.sources.live import LiveSource
         from app.style_panel import style_panel_for
         from pfnn_core.runtime.settings import RuntimeSettings
 
@@ -208,7 +208,7 @@ class Viewer:
     def open_bvh(self, path) -> bool:
         """Play a BVH file; on failure nothing changes but the error in the Playback section."""
         from app.messages import failure_message
-        from app.playback import PlaybackSource, load_clip
+        from app.sources.playback import PlaybackSource, load_clip
 
         text = str(path).strip()
         try:
@@ -383,7 +383,7 @@ class Viewer:
         return self.camera.mode == "free" and bool(self.mouse_buttons & mouse.RIGHT)
 
     def current_command(self):
-        from app.input import InputFrame
+        from app.input.devices import InputFrame
         from pfnn_core.runtime.command import command_from_stick
 
         settings = self.state.settings
@@ -405,7 +405,7 @@ class Viewer:
                                   facing=self.strafe_facing)
 
     def on_key_press(self, symbol, modifiers):
-        from app.keys import action_for_key
+        from app.input.keys import action_for_key
 
         # Always handled here (True), so pyglet's default handler never closes the window on Escape.
         action = action_for_key(symbol, modifiers)
@@ -445,7 +445,7 @@ class Viewer:
         self.mouse_buttons &= ~button
 
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
-        from app.keys import mouse_drag_action
+        from app.input.keys import mouse_drag_action
 
         if not self._imgui_io().want_capture_mouse and mouse_drag_action(buttons) == "camera_turn":
             self.camera.orbit(-dx * MOUSE_ORBIT, -dy * MOUSE_ORBIT)
@@ -700,7 +700,7 @@ class Viewer:
     def simulate(self, real_dt: float) -> int:
         """Advance the fixed-step simulation by a frame's real time (scaled by the transport: none while
         paused, less in slow motion); returns the steps taken."""
-        from app.playback import PlaybackSource
+        from app.sources.playback import PlaybackSource
         from app.transport import scaled_real_dt
 
         playback = self.state.playback
@@ -725,7 +725,7 @@ class Viewer:
         flies whenever the camera is free (the character then stands)."""
         from pyglet.window import key
 
-        from app.input import keyboard_frame
+        from app.input.devices import keyboard_frame
 
         move, up = np.zeros(2), 0.0
         if self.flying():
@@ -778,7 +778,7 @@ class Viewer:
             self.state.messages += character.take_messages()
 
     def _update_hud(self, frame) -> None:
-        from app.playback import PlaybackSource
+        from app.sources.playback import PlaybackSource
 
         past = frame.traj_past_pos
         speed = 0.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from imgui_bundle import imgui
 
-from app import keys
+from app.input import keys
 from app.path_fields import remember_rect
 from pfnn_core.data.inspector import MIN_STYLE_MINUTES
 

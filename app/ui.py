@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from app import keys, messages, paths
+from app import messages, paths
 from app.editor_panel import EditorPanel, editor_section
 from app.file_browser import BrowserState, RecentFolders, browser_window
+from app.input import keys
 from app.path_fields import apply_choice, path_field, remember_rect
 from app.render.camera import CAMERA_MODES
 from app.render.overlays import phase_dial_outline
@@ -528,7 +529,7 @@ def hud_window(state: ViewerState, display_size) -> None:
 
 
 def help_window(state: ViewerState, display_size) -> None:
-    """The F1 overlay: every key, mouse and gamepad control, in sections, from `app.keys.CONTROLS`."""
+    """The F1 overlay: every key, mouse and gamepad control, in sections, from `app.input.keys.CONTROLS`."""
     if not state.show_help:
         return
     width, height = min(1000, display_size[0] - 40), display_size[1] - 40

@@ -391,7 +391,7 @@ def test_a_skeleton_that_cannot_have_a_body_is_drawn_as_capsules_in_the_mesh_vie
 
 
 def test_the_stand_in_character_with_positions_only_gets_a_skinned_body(gl):
-    from app.puppet import PuppetSource
+    from app.sources.puppet import PuppetSource
 
     puppet = PuppetSource()
     frame = puppet.frames()[0]

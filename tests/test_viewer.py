@@ -8,8 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from app.input import InputDevices, InputFrame, combine, gamepad_frame, keyboard_frame, radial_deadzone
-from app.playback import load_clip
+from app.input.devices import InputDevices, InputFrame, combine, gamepad_frame, keyboard_frame, radial_deadzone
 from app.render.camera import OrbitCamera, look_at, perspective, project_points
 from app.render.geometry import horizon_ndc_y, spheres_in_view, uncovered_rects
 from app.render.overlays import (
@@ -21,6 +20,7 @@ from app.render.overlays import (
     trajectory_geometry,
 )
 from app.render.scene import SceneFrame, drawn_bones, lerp, lerp_phase
+from app.sources.playback import load_clip
 from app.training_job import TrainingJob, eta_seconds
 from pfnn_core.motion import bvh
 from pfnn_core.runtime.command import command_from_stick
@@ -522,7 +522,7 @@ def test_the_interactive_loop_steps_the_simulation_on_the_clock(live):
 
 
 def test_crowd_positions_start_at_the_origin_on_a_grid():
-    from app.live import crowd_positions
+    from app.sources.live import crowd_positions
 
     grid = crowd_positions(64)
     np.testing.assert_allclose(grid[0], [0, 0])

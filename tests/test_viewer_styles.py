@@ -8,7 +8,7 @@ import pytest
 from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key
 
-from app import keys
+from app.input import keys
 from app.style_panel import StyleRow, blend_weights, next_style, style_rows, weights_label
 from pfnn_core.drive.cli import parse_script
 from pfnn_core.models.checkpoint import save_checkpoint

@@ -11,9 +11,9 @@ import pytest
 from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key, mouse
 
-from app import keys
 from app.capture import VideoRecorder, capture_name
 from app.file_browser import RecentFolders, list_folder
+from app.input import keys
 from app.messages import details, failure_message, one_line
 from app.render.camera import CAMERA_MODES, Camera, project_points
 from app.transport import StateHistory, TransportPanel, next_speed, scaled_real_dt

@@ -1,8 +1,8 @@
 """`SceneFrame`: everything one rendered frame shows for one character, and `lerp` for render
 interpolation between the last two simulation states.
 
-Frames are built from a live runtime state (`from_runtime_state`) or from a BVH playback frame (see
-`app/playback.py`). Positions are world metres, directions are unit vectors on the ground plane, the
+Frames are built by the sources (`app/sources/`: the live runtime state, a BVH playback frame, the
+stand-in character). Positions are world metres, directions are unit vectors on the ground plane, the
 phase is in [0, 1). Optional overlay data is None when the source does not have it.
 """
 
@@ -82,50 +82,6 @@ def lerp(a: SceneFrame, b: SceneFrame, alpha: float) -> SceneFrame:
         traj_future_dir=_lerp_dir(a.traj_future_dir, b.traj_future_dir, alpha),
         traj_command_pos=_lerp_array(a.traj_command_pos, b.traj_command_pos, alpha),
         traj_command_dir=_lerp_dir(a.traj_command_dir, b.traj_command_dir, alpha),
-    )
-
-
-def _yaw_dir(root_rot: np.ndarray) -> np.ndarray:
-    """Facing (+Z rotated by the yaw quaternion) on the ground plane."""
-    w, x, y, z = root_rot
-    forward = np.array([2 * (x * z + w * y), 0.0, 1 - 2 * (x * x + y * y)])
-    return forward / max(np.linalg.norm(forward), 1e-9)
-
-
-def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: np.ndarray | None,
-                       names: tuple | None = None, pose_only: bool = False,
-                       offsets: np.ndarray | None = None) -> SceneFrame:
-    """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied). `pose_only`
-    leaves out the overlay data (crowd members other than the followed one); the pose (positions and
-    rotations, which the skinned bodies need) is always there."""
-    overlay_fields = {"contacts", "lock_target", "lock_weight", "traj_past_pos", "traj_past_dir",
-                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir"}
-
-    def pick(name):
-        value = getattr(state, name, None)
-        if value is None or (pose_only and name in overlay_fields):
-            return None
-        return np.array(value[index], np.float64)
-
-    return SceneFrame(
-        joint_pos=pick("world_joint_pos"),
-        parents=np.asarray(parents),
-        root_pos=pick("root_pos"),
-        root_dir=_yaw_dir(pick("root_rot")),
-        phase=float(np.asarray(state.phase)[index]),
-        names=names,
-        joint_rot=pick("world_joint_rot"),
-        offsets=offsets,
-        contact_joints=None if contact_joints is None else np.asarray(contact_joints),
-        contacts=pick("contacts"),
-        lock_target=pick("lock_target"),
-        lock_weight=pick("lock_weight"),
-        traj_past_pos=pick("traj_past_pos"),
-        traj_past_dir=pick("traj_past_dir"),
-        traj_future_pos=pick("traj_future_pos"),
-        traj_future_dir=pick("traj_future_dir"),
-        traj_command_pos=pick("traj_command_pos"),
-        traj_command_dir=pick("traj_command_dir"),
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.keys import action_for_button, gamepad_axes, held_keys
+from app.input.keys import action_for_button, gamepad_axes, held_keys
 from pfnn_core.runtime.command import clamp_stick, stick_from_keys
 
 MOVE_KEYS = {"up": held_keys("move_forward"), "down": held_keys("move_back"), "left": held_keys("move_left"),
@@ -46,7 +46,7 @@ def radial_deadzone(stick, deadzone: float) -> np.ndarray:
 
 
 def gamepad_frame(controller, deadzone: float = 0.15) -> InputFrame:
-    """Poll a pyglet Controller through the control table (`app.keys`): by default the left stick moves,
+    """Poll a pyglet Controller through the control table (`app.input.keys`): by default the left stick moves,
     the right stick turns the camera, the right trigger runs, the left one strafes. pyglet's y axes
     point down, so they are negated to make 'up' positive."""
     def stick(action):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from app.render.scene import SceneFrame, from_runtime_state
+from app.render.scene import SceneFrame
+from pfnn_core.math.quat import quat_to_yaw
+from pfnn_core.runtime.trajectory import facing_from_yaw
 
 CROWD_SPACING = 1.6  # m between neighbours in crowd mode
 
@@ -47,6 +49,43 @@ def checkpoint_summary(checkpoint, device) -> list[str]:
     if speeds:
         lines.append("gait speeds: " + ", ".join(f"{k} {v:.2f} m/s" for k, v in speeds.items()))
     return lines
+
+
+def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: np.ndarray | None,
+                       names: tuple | None = None, pose_only: bool = False,
+                       offsets: np.ndarray | None = None) -> SceneFrame:
+    """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied). `pose_only`
+    leaves out the overlay data (crowd members other than the followed one); the pose (positions and
+    rotations, which the skinned bodies need) is always there."""
+    overlay_fields = {"contacts", "lock_target", "lock_weight", "traj_past_pos", "traj_past_dir",
+                      "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir"}
+
+    def pick(name):
+        value = getattr(state, name, None)
+        if value is None or (pose_only and name in overlay_fields):
+            return None
+        return np.array(value[index], np.float64)
+
+    return SceneFrame(
+        joint_pos=pick("world_joint_pos"),
+        parents=np.asarray(parents),
+        root_pos=pick("root_pos"),
+        root_dir=facing_from_yaw(quat_to_yaw(pick("root_rot"))),
+        phase=float(np.asarray(state.phase)[index]),
+        names=names,
+        joint_rot=pick("world_joint_rot"),
+        offsets=offsets,
+        contact_joints=None if contact_joints is None else np.asarray(contact_joints),
+        contacts=pick("contacts"),
+        lock_target=pick("lock_target"),
+        lock_weight=pick("lock_weight"),
+        traj_past_pos=pick("traj_past_pos"),
+        traj_past_dir=pick("traj_past_dir"),
+        traj_future_pos=pick("traj_future_pos"),
+        traj_future_dir=pick("traj_future_dir"),
+        traj_command_pos=pick("traj_command_pos"),
+        traj_command_dir=pick("traj_command_dir"),
+    )
 
 
 class LiveSource:
