@@ -107,7 +107,8 @@ class Viewer:
         from app.render.camera import Camera
         from app.render.renderer import Renderer
         from app.transport import StateHistory
-        from app.ui import ViewerState, apply_style
+        from app.ui.state import ViewerState
+        from app.ui.theme import apply_style
         from pfnn_core.runtime.timestep import FixedTimestep
 
         self.window = create_window(width, height, visible=visible, vsync=vsync)
@@ -174,9 +175,9 @@ class Viewer:
 
     def load_model(self, path) -> bool:
         """Run the checkpoint at `path`; on failure the running character stays and the panel shows why."""
-        from app.messages import failure_message
         from app.sources.live import LiveSource
-        from app.style_panel import style_panel_for
+        from app.ui.messages import failure_message
+        from app.ui.sections.style import style_panel_for
         from pfnn_core.runtime.settings import RuntimeSettings
 
         text = str(path).strip()
@@ -207,8 +208,8 @@ class Viewer:
 
     def open_bvh(self, path) -> bool:
         """Play a BVH file; on failure nothing changes but the error in the Playback section."""
-        from app.messages import failure_message
         from app.sources.playback import PlaybackSource, load_clip
+        from app.ui.messages import failure_message
 
         text = str(path).strip()
         try:
@@ -253,7 +254,7 @@ class Viewer:
             transport.speed = speed
 
         def cycle_view_mode():
-            from app.ui import VIEW_MODES
+            from app.render.renderer import VIEW_MODES
 
             index = VIEW_MODES.index(state.view_mode) if state.view_mode in VIEW_MODES else -1
             state.view_mode = VIEW_MODES[(index + 1) % len(VIEW_MODES)]
@@ -280,7 +281,7 @@ class Viewer:
             "toggle_contacts": toggle_overlay("contacts"),
             "toggle_phase": toggle_overlay("phase"),
             "toggle_joint_axes": toggle_overlay("joint_axes"),
-            "screenshot": lambda: state.request("screenshot"),
+            "screenshot": lambda: state.request("save_screenshot"),
             "toggle_video": lambda: state.request("video_stop" if state.capture.video_recording else "video_start"),
             "toggle_recording": lambda: state.request("record_stop" if state.record.recording else "record_start"),
             "toggle_panel": lambda: setattr(state, "show_panel", not state.show_panel),
@@ -307,7 +308,7 @@ class Viewer:
 
     def cycle_style(self, step: int) -> None:
         """The next (or previous) style of the list, most data first, after the one running."""
-        from app.style_panel import dominant_style, next_style, one_style
+        from app.ui.sections.style import dominant_style, next_style, one_style
 
         panel, live = self.state.style, self._styled_live()
         if live is None:
@@ -319,7 +320,7 @@ class Viewer:
     def _sync_style(self) -> None:
         """Mirror the followed character's style into the panel; when it changed (the panel, a key, a
         script, stepping back, a new model) the full-stick speeds follow it."""
-        from app.style_panel import ONE_HOT, dominant_style
+        from app.ui.sections.style import ONE_HOT, dominant_style
 
         panel, live = self.state.style, self._styled_live()
         if live is None:
@@ -496,7 +497,7 @@ class Viewer:
                 self.start_recording()
             elif name == "record_stop":
                 self.stop_recording()
-            elif name == "screenshot":
+            elif name == "save_screenshot":
                 self.take_screenshot()
             elif name == "video_start":
                 self.start_video()
@@ -508,9 +509,11 @@ class Viewer:
                     self.training_job.join(10.0)  # it saves its resumable state at the next batch
                 self.request_close()
             elif name == "editor":
-                from app.editor_panel import handle_request
+                from app.ui.sections.editor import handle_request
 
                 handle_request(self.state, payload)
+            elif name in self.actions:
+                self.run_action(name)
 
     # ---- training ------------------------------------------------------------------------------
     def start_training(self, resume: bool) -> None:
@@ -597,7 +600,7 @@ class Viewer:
         record.recording, record.frames, record.error, record.message = True, 0, "", ""
 
     def stop_recording(self) -> None:
-        from app.messages import failure_message
+        from app.ui.messages import failure_message
 
         record = self.state.record
         record.recording = False
@@ -619,7 +622,7 @@ class Viewer:
     def take_screenshot(self, path=None):
         """Save what the window shows now (this frame's scene and panel) as a PNG."""
         from app.capture import save_png
-        from app.messages import failure_message
+        from app.ui.messages import failure_message
 
         capture = self.state.capture
         path = path or self.capture_path("png")
@@ -633,7 +636,7 @@ class Viewer:
 
     def start_video(self, path=None) -> None:
         from app.capture import VideoRecorder
-        from app.messages import failure_message
+        from app.ui.messages import failure_message
 
         capture = self.state.capture
         if self.video is not None:
@@ -648,7 +651,7 @@ class Viewer:
         capture.message = f"Recording {path}"
 
     def stop_video(self) -> None:
-        from app.messages import failure_message
+        from app.ui.messages import failure_message
 
         capture = self.state.capture
         video, self.video = self.video, None
@@ -784,7 +787,7 @@ class Viewer:
         speed = 0.0
         if past is not None and len(past) > HUD_SPEED_TICKS:  # mean over about one step, not the wobble within it
             speed = float(np.linalg.norm((past[-1] - past[-1 - HUD_SPEED_TICKS])[[0, 2]]) / (HUD_SPEED_TICKS * SIM_DT))
-        from app.style_panel import weights_label
+        from app.ui.sections.style import weights_label
 
         gait = "playback" if isinstance(self.source, PlaybackSource) else getattr(self.source, "gait", None)
         style = self.state.style
@@ -794,7 +797,7 @@ class Viewer:
 
     def render_scene(self, frames) -> None:
         from app.render.overlays import build_overlays
-        from app.ui import PANEL_WIDTH
+        from app.ui.theme import PANEL_WIDTH
 
         self.window.switch_to()
         width = max(self.window.get_size()[0], 1)
@@ -818,7 +821,7 @@ class Viewer:
         io = imgui.get_io()
         io.delta_time = max(real_dt, 1e-4)
         imgui.new_frame()
-        from app.ui import gui
+        from app.ui.panel import gui
 
         gui(self.state, self.window.get_size())
         imgui.render()

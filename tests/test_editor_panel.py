@@ -40,7 +40,7 @@ def viewer(random_checkpoint, tmp_path_factory, folders):
 @pytest.fixture
 def editor(viewer, tmp_path):
     """The viewer on the live character with an empty editor whose files go to tmp_path."""
-    from app.editor_panel import EditorPanel
+    from app.ui.sections.editor import EditorPanel
 
     viewer.state.take_requests()
     if viewer.state.playback.active:

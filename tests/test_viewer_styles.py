@@ -9,7 +9,7 @@ from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key
 
 from app.input import keys
-from app.style_panel import StyleRow, blend_weights, next_style, style_rows, weights_label
+from app.ui.sections.style import StyleRow, blend_weights, next_style, style_rows, weights_label
 from pfnn_core.drive.cli import parse_script
 from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.pfnn import PFNN, ModelConfig

@@ -12,12 +12,12 @@ from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key, mouse
 
 from app.capture import VideoRecorder, capture_name
-from app.file_browser import RecentFolders, list_folder
 from app.input import keys
-from app.messages import details, failure_message, one_line
 from app.render.camera import CAMERA_MODES, Camera, project_points
 from app.transport import StateHistory, TransportPanel, next_speed, scaled_real_dt
-from app.ui import loss_plot_limits
+from app.ui.file_browser import RecentFolders, list_folder
+from app.ui.messages import details, failure_message, one_line
+from app.ui.sections.train import loss_plot_limits
 from pfnn_core.motion import bvh
 from pfnn_core.runtime.command import command_from_stick
 from pfnn_core.runtime.settings import RuntimeSettings
@@ -307,7 +307,7 @@ def _colour_pixels(image, colour, tolerance=40):
 
 
 def test_the_loss_plot_shows_the_first_epoch(ui):
-    from app.ui import VALIDATION_COLOUR
+    from app.ui.theme import VALIDATION_COLOUR
 
     train = ui.state.train
     train.epochs_x, train.train_loss, train.val_loss, train.plot_epochs = [1.0], [0.8], [0.9], 20

@@ -18,17 +18,20 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from app.path_fields import path_field
+from app.ui.path_fields import path_field
+from app.ui.theme import (
+    ASKED_COLOUR,
+    CURVE_COLOUR,
+    DIM_COLOUR,
+    ERROR_COLOUR,
+    HIGHLIGHT_COLOUR,
+    LEFT_COLOUR,
+    OK_COLOUR,
+    PIECE_COLOURS,
+    RIGHT_COLOUR,
+)
+from app.ui.widgets import wrapped
 from pfnn_core import edit
-
-ERROR_COLOUR = imgui.ImVec4(1.0, 0.42, 0.38, 1.0)
-OK_COLOUR = imgui.ImVec4(0.45, 0.9, 0.55, 1.0)
-DIM_COLOUR = imgui.ImVec4(0.65, 0.68, 0.74, 1.0)
-CUT_COLOUR = imgui.ImVec4(0.98, 0.86, 0.3, 1.0)
-ASKED_COLOUR = imgui.ImVec4(0.85, 0.88, 0.95, 0.9)
-LEFT_COLOUR = imgui.ImVec4(0.35, 0.6, 1.0, 0.8)
-RIGHT_COLOUR = imgui.ImVec4(1.0, 0.45, 0.35, 0.8)
-PIECE_COLOURS = ((0.26, 0.45, 0.72, 1.0), (0.30, 0.58, 0.42, 1.0), (0.62, 0.42, 0.70, 1.0), (0.72, 0.52, 0.28, 1.0))
 
 
 @dataclass
@@ -135,7 +138,8 @@ def handle_request(state, action: str) -> None:
         elif action == "load":
             edits = edit.load_edit_list(list_file)
             panel.pieces = rows_from(edits, panel.cache)
-            panel.name, panel.fps, panel.kind, panel.seconds = edits.name, edits.fps, edits.transition_kind, edits.transition_seconds
+            panel.name, panel.fps = edits.name, edits.fps
+            panel.kind, panel.seconds = edits.transition_kind, edits.transition_seconds
             panel.match_phase, panel.search_seconds = edits.match == "phase", edits.search_seconds
             panel.message = f"Loaded {len(panel.pieces)} pieces from {list_file}"
         elif action == "export":
@@ -179,13 +183,6 @@ def train_on_this(state, base_dir) -> None:
 
 # ---- widgets ---------------------------------------------------------------------------------------
 
-def _wrapped(colour, text: str) -> None:
-    if text:
-        imgui.push_text_wrap_pos(0.0)
-        imgui.text_colored(colour, text)
-        imgui.pop_text_wrap_pos()
-
-
 def timeline(panel: EditorPanel) -> None:
     """The pieces as coloured blocks in output time, seams as ticks."""
     lengths = [max(row.end - row.start, 0.0) / max(row.speed, 1e-6) for row in panel.pieces]
@@ -200,7 +197,7 @@ def timeline(panel: EditorPanel) -> None:
         draw.add_rect_filled(imgui.ImVec2(x, origin.y), imgui.ImVec2(max(right - 1, x), origin.y + height), colour, 3.0)
         x = right
     imgui.dummy(imgui.ImVec2(width, height))
-    imgui.text_colored(DIM_COLOUR, f"{total:.2f} s in {len(lengths)} pieces")
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{total:.2f} s in {len(lengths)} pieces")
 
 
 def piece_rows(panel: EditorPanel) -> None:
@@ -237,10 +234,12 @@ def piece_plot(index: int, curves: PieceCurves) -> None:
     time = curves.time.astype(np.float64)
     for down, low, colour in ((curves.left_down, -0.15, LEFT_COLOUR), (curves.right_down, -0.35, RIGHT_COLOUR)):
         implot.plot_shaded("##contact", time, np.full(len(time), low), np.where(down, low + 0.1, low),
-                           implot.Spec(fill_color=colour, fill_alpha=0.8))
-    implot.plot_line("phase", time, curves.phase.astype(np.float64), implot.Spec(line_color=imgui.ImVec4(0.9, 0.9, 0.9, 1.0)))
-    implot.plot_inf_lines("asked", np.asarray(curves.asked, np.float64), implot.Spec(line_color=ASKED_COLOUR, line_weight=1.5))
-    implot.plot_inf_lines("cut", np.asarray(curves.cut, np.float64), implot.Spec(line_color=CUT_COLOUR, line_weight=2.0))
+                           implot.Spec(fill_color=imgui.ImVec4(*colour), fill_alpha=0.8))
+    implot.plot_line("phase", time, curves.phase.astype(np.float64), implot.Spec(line_color=imgui.ImVec4(*CURVE_COLOUR)))
+    implot.plot_inf_lines("asked", np.asarray(curves.asked, np.float64), implot.Spec(line_color=imgui.ImVec4(*ASKED_COLOUR),
+                                                                                      line_weight=1.5))
+    implot.plot_inf_lines("cut", np.asarray(curves.cut, np.float64), implot.Spec(line_color=imgui.ImVec4(*HIGHLIGHT_COLOUR),
+                                                                                  line_weight=2.0))
     implot.end_plot()
 
 
@@ -276,7 +275,7 @@ def editor_section(state) -> None:
         state.request("editor", "load")
     if path_field(state, "edit_train_dir", "Train folder", "Train on this"):
         state.request("editor", "train")
-    _wrapped(OK_COLOUR, panel.message)
-    _wrapped(ERROR_COLOUR, panel.error)
+    wrapped(OK_COLOUR, panel.message)
+    wrapped(ERROR_COLOUR, panel.error)
     for line in panel.report:
-        _wrapped(DIM_COLOUR, line)
+        wrapped(DIM_COLOUR, line)

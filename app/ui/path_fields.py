@@ -1,14 +1,15 @@
 """The panel's path fields: the table of every field (which panel attribute it edits, what the file
 browser lists for it, whether it names a new file, what choosing a file does), the widget
 (`path_field`: label, text field, `...` browse button, optional action button) and what happens when
-the browser confirms a choice (`apply_choice`). Used by `app.ui` and `app.editor_panel`; relative
+the browser confirms a choice (`apply_choice`). Used by the panel's sections; relative
 paths typed in these fields are resolved against the work folder (`app.paths`).
 """
 
 from imgui_bundle import imgui
 
 from app import paths
-from app.file_browser import open_browser
+from app.ui.file_browser import open_browser
+from app.ui.widgets import remember_rect
 
 LABEL_WIDTH = 96  # the label column of path fields
 
@@ -28,12 +29,6 @@ PATH_FIELDS = {
 }
 # Choosing a file in these fields also acts on it: field -> (request, payload; None = the chosen path).
 ACT_ON_CHOICE = {"model": ("load_model", None), "playback": ("open_bvh", None), "edit_piece": ("editor", "add")}
-
-
-def remember_rect(state, name: str) -> None:
-    """Note the screen rectangle of the last widget under `name` (`state.field_rects`)."""
-    low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
-    state.field_rects[name] = (low.x, low.y, high.x, high.y)
 
 
 def path_field(state, field_id: str, label: str, button: str = "") -> bool:

@@ -14,11 +14,10 @@ import numpy as np
 from imgui_bundle import imgui
 
 from app.input import keys
-from app.path_fields import remember_rect
+from app.ui.theme import DIM_COLOUR, LITTLE_DATA_COLOUR
+from app.ui.widgets import remember_rect, tooltip
 from pfnn_core.data.inspector import MIN_STYLE_MINUTES
 
-DIM_COLOUR = imgui.ImVec4(0.65, 0.68, 0.74, 1.0)
-LITTLE_DATA_COLOUR = imgui.ImVec4(0.98, 0.66, 0.30, 1.0)
 VISIBLE_ROWS = 9  # the list scrolls past this many styles
 ONE_HOT = 1.0 - 1e-6  # a weight this close to 1 is one style alone
 
@@ -119,11 +118,6 @@ def next_style(rows, current: str, step: int = 1) -> str:
 
 # ---- the section ---------------------------------------------------------------------------------
 
-def _tooltip(text: str) -> None:
-    if imgui.is_item_hovered():
-        imgui.set_tooltip(text)
-
-
 def _speed(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -159,14 +153,14 @@ def _style_list(state) -> bool:
     for row in panel.rows:
         imgui.table_next_row()
         imgui.table_set_column_index(0)
-        colour = LITTLE_DATA_COLOUR if row.little_data else None
+        colour = imgui.ImVec4(*LITTLE_DATA_COLOUR) if row.little_data else None
         if colour is not None:
             imgui.push_style_color(imgui.Col_.text, colour)
         chosen, _ = imgui.selectable(f"{row.name}##style_{row.name}", row.name in running,
                                      imgui.SelectableFlags_.span_all_columns)
         remember_rect(state, f"style_row_{row.name}")
         if row.little_data:
-            _tooltip(f"{row.name}: only {row.minutes:.1f} min of mocap (under {MIN_STYLE_MINUTES:g} min): "
+            tooltip(f"{row.name}: only {row.minutes:.1f} min of mocap (under {MIN_STYLE_MINUTES:g} min): "
                      "the model knows this style poorly")
         if chosen:
             panel.selected, panel.blending, clicked = row.name, False, True
@@ -184,7 +178,7 @@ def style_section(state) -> None:
     panel = state.style
     if not panel.names:
         imgui.push_text_wrap_pos(0.0)
-        imgui.text_colored(DIM_COLOUR, "This model has no style input (it was trained on one style).")
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "This model has no style input (it was trained on one style).")
         imgui.pop_text_wrap_pos()
         return
     asked = False
@@ -192,7 +186,7 @@ def style_section(state) -> None:
     changed, name = _style_combo(state, f"Style ({key_label})##style_select", "style_select", panel.selected)
     if changed:
         panel.selected, panel.blending, asked = name, False, True
-    _tooltip(f"{key_label} / {keys.keys_label(keys.control('previous_style'))}: next / previous style, "
+    tooltip(f"{key_label} / {keys.keys_label(keys.control('previous_style'))}: next / previous style, "
              "most data first (a style chosen here or in the list ends a blend)")
     imgui.same_line()
     changed, panel.blending = imgui.checkbox("Blend two##style_blending", panel.blending)
@@ -214,14 +208,14 @@ def style_section(state) -> None:
         remember_rect(state, "style_blend")
         if changed:
             panel.blend_t, asked = float(t), True
-        _tooltip("0: all 'from', 1: all 'to'")
+        tooltip("0: all 'from', 1: all 'to'")
         imgui.same_line()
         imgui.text(f"{100 * (1 - panel.blend_t):.0f}% / {100 * panel.blend_t:.0f}%")
     asked = _style_list(state) or asked
     if any(row.little_data for row in panel.rows):
-        imgui.text_colored(LITTLE_DATA_COLOUR, f"orange: under {MIN_STYLE_MINUTES:g} min of data, known poorly")
-    imgui.text_colored(DIM_COLOUR, f"Full stick: walk {state.settings.walk_speed:.2f} m/s, run "
+        imgui.text_colored(imgui.ImVec4(*LITTLE_DATA_COLOUR), f"orange: under {MIN_STYLE_MINUTES:g} min of data, known poorly")
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"Full stick: walk {state.settings.walk_speed:.2f} m/s, run "
                                    f"{state.settings.run_speed:.2f} m/s (Tune)")
-    _tooltip("The style's measured speeds (a blend's weighted mean); change them in Tune")
+    tooltip("The style's measured speeds (a blend's weighted mean); change them in Tune")
     if asked:
         state.request("set_style", tuple(float(w) for w in asked_weights(panel)))

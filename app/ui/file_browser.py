@@ -12,11 +12,10 @@ from pathlib import Path
 
 from imgui_bundle import imgui
 
+from app.ui.theme import DIM_COLOUR, ERROR_COLOUR
 from pfnn_core.motion.bvh import is_bvh_path
 
 RECENT_COUNT = 8
-DIM_COLOUR = (0.65, 0.68, 0.74, 1.0)
-ERROR_COLOUR = (1.0, 0.42, 0.38, 1.0)
 KIND_TITLES = {"checkpoint": "model checkpoint (.safetensors)", "bvh": "BVH file (.bvh, .bvh.gz)",
                "folder": "folder", "video": "video (.mp4)", "edit_list": "edit list (.json)", "any": "file"}
 
@@ -165,7 +164,21 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
                               imgui.ImVec2(0.5, 0.5))
     title = ("Save as " if browser.save else "Choose a ") + KIND_TITLES.get(browser.kind, "file")
     _, still_open = imgui.begin(f"{title}###file_browser", True, imgui.WindowFlags_.no_collapse)
-    chosen = None
+    _navigation(browser, recent, work_dir)
+    chosen = _entries(browser)
+    confirmed, cancelled = _confirm_row(browser, rects)
+    chosen = confirmed or chosen
+    imgui.end()
+    if chosen is not None:
+        browser.open = False
+        browser.error = recent.remember(browser.kind, Path(chosen).parent if browser.kind != "folder" else chosen) or ""
+        return chosen
+    browser.open = bool(still_open) and not cancelled
+    return None
+
+
+def _navigation(browser: BrowserState, recent: RecentFolders, work_dir: Path) -> None:
+    """Up, Home, the work folder, the recent folders and the folder typed."""
     if imgui.button("Up"):
         _go(browser, Path(browser.folder).parent)
     imgui.same_line()
@@ -188,6 +201,12 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
     entered, typed = imgui.input_text("##folder", browser.folder, imgui.InputTextFlags_.enter_returns_true)
     if entered:
         _go(browser, typed)
+
+
+def _entries(browser: BrowserState) -> str | None:
+    """The folder's listing (a click on a folder opens it, on a file selects it); the path of a file
+    double-clicked, else None."""
+    chosen = None
     footer = imgui.get_frame_height_with_spacing() * (3 if browser.kind != "folder" else 2) + 8
     imgui.begin_child("##entries", imgui.ImVec2(0, -footer), imgui.ChildFlags_.borders)
     for entry in browser.entries:
@@ -207,6 +226,13 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
     if not browser.entries:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "(empty)")
     imgui.end_child()
+    return chosen
+
+
+def _confirm_row(browser: BrowserState, rects: dict | None) -> tuple[str | None, bool]:
+    """The file name field, the confirm and Cancel buttons and why the choice cannot be confirmed yet;
+    (the path confirmed or None, Cancel pressed)."""
+    chosen = None
     if browser.kind != "folder":
         imgui.set_next_item_width(-1)
         _, browser.name = imgui.input_text("##name", browser.name)
@@ -220,16 +246,9 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
         rects["browser_confirm"] = (low.x, low.y, high.x, high.y)
     imgui.end_disabled()
     imgui.same_line()
-    if imgui.button("Cancel"):
-        still_open = False
+    cancelled = imgui.button("Cancel")
     imgui.same_line()
     message = browser.error or why_not
     if message:
         imgui.text_colored(imgui.ImVec4(*(ERROR_COLOUR if browser.error else DIM_COLOUR)), message)
-    imgui.end()
-    if chosen is not None:
-        browser.open = False
-        browser.error = recent.remember(browser.kind, Path(chosen).parent if browser.kind != "folder" else chosen) or ""
-        return chosen
-    browser.open = bool(still_open)
-    return None
+    return chosen, cancelled

@@ -1,0 +1,64 @@
+"""The heads-up display, top left: what drives the character, its phase dial, speed, gait and style, the
+frame rate and the transport; bottom left the help hint."""
+
+from imgui_bundle import imgui
+
+from app.input import keys
+from app.render.overlays import phase_dial_outline
+from app.ui.theme import DIAL_RING_COLOUR, DIM_COLOUR, ERROR_COLOUR, HIGHLIGHT_COLOUR
+
+
+def phase_dial(phase: float, radius: float = 26.0) -> None:
+    """The phase as a dial: ring, ticks at the touchdowns (0 right, 0.5 left) and a needle."""
+    draw = imgui.get_window_draw_list()
+    origin = imgui.get_cursor_screen_pos()
+    centre = imgui.ImVec2(origin.x + radius + 4, origin.y + radius + 4)
+    circle, needle = phase_dial_outline(phase)
+    ring = imgui.color_convert_float4_to_u32(imgui.ImVec4(*DIAL_RING_COLOUR))
+    accent = imgui.color_convert_float4_to_u32(imgui.ImVec4(*HIGHLIGHT_COLOUR))
+    draw.add_circle(centre, radius, ring, 48, 2.0)
+    for touchdown in (0.0, 0.5):
+        _, tick = phase_dial_outline(touchdown)
+        draw.add_line(imgui.ImVec2(centre.x + tick[0] * radius * 0.8, centre.y - tick[1] * radius * 0.8),
+                      imgui.ImVec2(centre.x + tick[0] * radius, centre.y - tick[1] * radius), ring, 2.0)
+    tip = imgui.ImVec2(centre.x + needle[0] * radius * 0.9, centre.y - needle[1] * radius * 0.9)
+    draw.add_line(centre, tip, accent, 3.0)
+    draw.add_circle_filled(tip, 4.0, accent)
+    imgui.dummy(imgui.ImVec2(2 * radius + 8, 2 * radius + 8))
+
+
+def hud_window(state, display_size) -> None:
+    """Top-left: what drives the character, its phase dial, speed and gait, the transport; bottom-left
+    the help hint."""
+    flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize |
+             imgui.WindowFlags_.no_focus_on_appearing | imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_move)
+    imgui.set_next_window_pos(imgui.ImVec2(12, 12))
+    imgui.set_next_window_bg_alpha(0.72)
+    imgui.begin("##hud", None, flags)
+    imgui.text(state.source_label)
+    if state.overlays.get("phase", False):
+        phase_dial(state.hud.get("phase", 0.0))
+        imgui.same_line()
+    imgui.begin_group()
+    imgui.text(f"phase {state.hud.get('phase', 0.0):.2f}")
+    imgui.text(f"speed {state.hud.get('speed', 0.0):.2f} m/s")
+    imgui.text(f"gait  {state.hud.get('gait', '-')}")
+    if state.hud.get("style"):
+        imgui.text(f"style {state.hud['style']}")
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{state.stats.get('fps', 0.0):.0f} FPS")
+    imgui.end_group()
+    transport = state.transport
+    if transport.paused or abs(transport.speed - 1.0) > 1e-6:
+        imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR),
+                           ("PAUSED" if transport.paused else "") + (f"  {transport.speed:.2f}x"
+                                                                     if abs(transport.speed - 1.0) > 1e-6 else ""))
+    if state.on_screen and (state.record.recording or state.capture.video_recording):
+        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), "REC" + (" video" if state.capture.video_recording else ""))
+    imgui.end()
+    if not state.show_help:
+        imgui.set_next_window_pos(imgui.ImVec2(12, display_size[1] - 12), 0, imgui.ImVec2(0, 1))
+        imgui.set_next_window_bg_alpha(0.6)
+        imgui.begin("##controls", None, flags)
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR),
+                           f"{keys.keys_label(keys.control('toggle_help'))}  all controls")
+        imgui.end()

@@ -1,0 +1,17 @@
+"""The panel's Record section: where the BVH recording of the live character goes, record / stop."""
+
+from imgui_bundle import imgui
+
+from app.ui.path_fields import path_field
+from app.ui.theme import OK_COLOUR
+from app.ui.widgets import error_line, recording_button, tooltip
+
+
+def record_section(state) -> None:
+    record = state.record
+    path_field(state, "record", "BVH file")
+    recording_button(state, "", "toggle_recording", "record", record.recording, record.frames)
+    if record.message:
+        imgui.text_colored(imgui.ImVec4(*OK_COLOUR), record.message)
+        tooltip(record.message)
+    error_line(record.error)

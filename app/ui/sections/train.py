@@ -1,0 +1,90 @@
+"""The panel's Train section: the form of a training run (data, output, resume file, the model's shape),
+Start / Resume / Stop, the progress bar and ETA, and the loss plot."""
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from app.ui.path_fields import path_field
+from app.ui.theme import TRAIN_COLOUR, VALIDATION_COLOUR
+from app.ui.widgets import dim_line, error_line, remember_rect, tooltip
+
+PHASE_FUNCTIONS = ("cubic", "rbf")
+
+
+def loss_plot_limits(epochs_x, train_loss, val_loss, run_epochs: int) -> tuple[float, float, float, float]:
+    """(x min, x max, y min, y max) that hold every point of both curves, y on a log scale with a
+    margin, x from 0 to the run's epochs (or further when a resumed run went past them)."""
+    values = np.asarray([v for v in list(train_loss) + list(val_loss) if np.isfinite(v) and v > 0], np.float64)
+    x_max = max([float(run_epochs), 1.0] + [float(x) for x in epochs_x])
+    if len(values) == 0:
+        return 0.0, x_max, 1e-3, 1.0
+    low, high = np.log10(values.min()), np.log10(values.max())
+    margin = max(0.08 * (high - low), 0.05)
+    return 0.0, x_max, float(10 ** (low - margin)), float(10 ** (high + margin))
+
+
+def loss_plot(state) -> None:
+    train = state.train
+    if not train.train_loss or not implot.begin_plot("Loss", imgui.ImVec2(-1, 170)):
+        return
+    x0, x1, y0, y1 = loss_plot_limits(train.epochs_x, train.train_loss, train.val_loss,
+                                      train.plot_epochs or train.epochs)
+    implot.setup_axes("epoch", "loss")
+    implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+    implot.setup_axis_limits(implot.ImAxis_.x1, x0, x1, imgui.Cond_.always)
+    implot.setup_axis_limits(implot.ImAxis_.y1, y0, y1, imgui.Cond_.always)
+    implot.setup_legend(implot.Location_.north_east)
+    xs = np.asarray(train.epochs_x, np.float64)
+    # markers: a curve of one point (after the first epoch) is a dot, not nothing
+    for name, values, colour in (("train", train.train_loss, TRAIN_COLOUR),
+                                 ("validation", train.val_loss, VALIDATION_COLOUR)):
+        if len(values) != len(xs):
+            continue
+        spec = implot.Spec()
+        spec.line_color = spec.marker_fill_color = spec.marker_line_color = imgui.ImVec4(*colour)
+        spec.marker, spec.marker_size, spec.line_weight = implot.Marker_.circle, 3.0, 2.0
+        implot.plot_line(name, xs, np.asarray(values, np.float64), spec)
+    implot.end_plot()
+    remember_rect(state, "loss_plot")
+
+
+def train_section(state) -> None:
+    train = state.train
+    imgui.begin_disabled(train.running)
+    path_field(state, "bvh_dir", "BVH folder")
+    path_field(state, "train_out", "Save to")
+    path_field(state, "resume", "Resume from")
+    if not train.resume_path.strip():
+        tooltip("Empty: the resumable checkpoint saved next to 'Save to'")
+    imgui.push_item_width(170)
+    index = PHASE_FUNCTIONS.index(train.phase_function) if train.phase_function in PHASE_FUNCTIONS else 0
+    _, index = imgui.combo("Phase function", index, list(PHASE_FUNCTIONS))
+    train.phase_function = PHASE_FUNCTIONS[index]
+    if train.phase_function == "rbf":
+        _, train.kernels = imgui.slider_int("Kernels", train.kernels, 2, 16)
+        _, train.beta = imgui.slider_float("Beta", train.beta, 0.5, 64.0, "%.1f")
+    _, train.hidden = imgui.slider_int("Hidden size", train.hidden, 32, 1024)
+    _, train.epochs = imgui.slider_int("Epochs", train.epochs, 1, 200)
+    _, train.learning_rate = imgui.input_float("Learning rate", train.learning_rate, 0.0, 0.0, "%.1e")
+    imgui.pop_item_width()
+    imgui.end_disabled()
+    _, train.auto_swap = imgui.checkbox("Use the model when training finishes", train.auto_swap)
+    if train.running:
+        if imgui.button("Stop"):
+            state.request("stop_training")
+    else:
+        if imgui.button("Start"):
+            state.request("start_training", {"resume": False})
+        imgui.same_line()
+        if imgui.button("Resume"):
+            state.request("start_training", {"resume": True})
+    if train.result_path and not train.running:
+        imgui.same_line()
+        if imgui.button("Use this model"):
+            state.request("load_model", train.result_path)
+    if train.running:
+        eta = "" if train.eta_s is None else f"  ETA {int(train.eta_s) // 60}:{int(train.eta_s) % 60:02d}"
+        imgui.progress_bar(train.progress, imgui.ImVec2(-1, 0), f"{100 * train.progress:.0f}%{eta}")
+    dim_line(train.status)
+    error_line(train.error)
+    loss_plot(state)

@@ -1,0 +1,49 @@
+"""The panel's Tune section: one widget per live setting of `RuntimeSettings` (chosen from the field's
+type and metadata) and "Reset to defaults" (the loaded model's values)."""
+
+import dataclasses
+
+from imgui_bundle import imgui
+
+from app.ui.state import reset_settings
+from app.ui.theme import DIM_COLOUR
+from app.ui.widgets import remember_rect, tooltip
+from pfnn_core.runtime.settings import RuntimeSettings, tunable_fields
+
+
+def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool:
+    """One widget for one settings field, chosen from its type and metadata; writes the value back."""
+    meta = field_.metadata
+    label = f"{meta.get('label', field_.name)}##{field_.name}"
+    value = getattr(settings, field_.name)
+    if isinstance(value, bool):
+        changed, value = imgui.checkbox(label, value)
+    elif "choices" in meta:
+        choices = list(meta["choices"])
+        changed, index = imgui.combo(label, choices.index(value) if value in choices else 0, choices)
+        value = choices[index]
+    elif isinstance(value, int):
+        low, high = settings.limits(field_.name)
+        changed, value = imgui.slider_int(label, value, int(low), int(high))
+    else:
+        low, high = settings.limits(field_.name)  # the loaded model's range (e.g. beta around its trained value)
+        changed, value = imgui.slider_float(label, float(value), low, high, "%.3g")
+        if field_.name == "beta":
+            imgui.same_line()
+            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{low:g}-{high:g}")
+    tooltip(meta.get("help", ""))
+    if changed:
+        setattr(settings, field_.name, value)
+    return changed
+
+
+def tune_section(state) -> None:
+    if imgui.button("Reset to defaults"):
+        reset_settings(state.settings, state.model_defaults)
+    remember_rect(state, "reset_settings")
+    tooltip("The loaded model's values (its walk and run speeds, for the current style) and the runtime's "
+             "defaults for the rest")
+    imgui.push_item_width(140)
+    for field_ in tunable_fields(state.settings):
+        setting_widget(state.settings, field_)
+    imgui.pop_item_width()
