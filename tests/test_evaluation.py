@@ -1,4 +1,5 @@
 """pfnn-eval end to end: two subjects, the report, and the evaluation failing bad models."""
+import dataclasses
 import json
 
 import numpy as np
@@ -171,10 +172,11 @@ def test_a_perfect_network_rolls_out_with_the_labels(bvh_dir):
 
 def test_held_out_clips_are_found_whatever_their_compression(bvh_dir, tmp_path):
     names = [p.name for p in bvh.find_files(bvh_dir)][:3]
-    stored = {"data": {"val_files": [bvh.clip_name(n) + ".bvh" for n in names]}}  # trained before .gz
+    card = load_checkpoint(DEFAULT_MODEL).card
+    stored = dataclasses.replace(card, val_files=tuple(bvh.clip_name(n) + ".bvh" for n in names))  # trained before .gz
     paths, note = reference.held_out_clips(stored, bvh_dir)
     assert [p.name for p in paths] == names and "stored" in note
-    everything, note = reference.held_out_clips({}, bvh_dir)
+    everything, note = reference.held_out_clips(dataclasses.replace(card, val_files=(), data_files=()), bvh_dir)
     assert len(everything) == len(bvh.find_files(bvh_dir)) and "may have been trained on" in note
 
 

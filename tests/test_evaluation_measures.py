@@ -187,12 +187,12 @@ def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
     from pfnn_core.evaluation import analysis, reference
     from pfnn_core.models.registry import load_checkpoint
 
-    meta = load_checkpoint(DEFAULT_MODEL).meta
+    card = load_checkpoint(DEFAULT_MODEL).card
     folder = ROOT / "assets" / "bvh" / "bandai-namco-ds2-styles"
     paths = [p for style in ("exhausted", "active") for p in sorted(folder.glob(f"*_walk_{style}_*.bvh.gz"))]
     clips = reference.load_mocap(paths)
     monkeypatch.setattr(reference, "STYLE_SKATING_MIN_S", 5.0)
-    ref = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, meta)
+    ref = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, card)
     floor, joints = ref.floor, ref.contact_joints
     own = {style: measures.pool_skating([measures.foot_skating(c.positions[:, joints], floor, c.dt)
                                          for c in clips if c.style == style]).mean()
@@ -211,5 +211,27 @@ def test_a_style_drive_is_held_to_its_own_styles_mocap_skating(monkeypatch):
     # a style with too little of a kind falls back to every style's figure
     assert analysis.skating_reference(ref, "exhausted", "side")[2] == "all styles' mocap side-steps"
     monkeypatch.setattr(reference, "STYLE_SKATING_MIN_S", 1e9)
-    strict = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, meta)
+    strict = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents, card)
     assert strict.style_skating == {}
+
+
+def test_both_feet_up_counts_only_frames_where_every_contact_joint_is_off_the_floor():
+    floor = np.array([0.10, 0.04, 0.10, 0.04])
+    feet = np.zeros((4, 4, 3))
+    feet[..., 1] = floor  # every joint on its floor level
+    feet[1, 0:2, 1] += 0.05  # the left foot up: a walk's swing, the right foot still down
+    feet[2, :, 1] += 0.03  # the whole body 3 cm up: a hop
+    feet[3, :, 1] += 0.015  # 1.5 cm up: within the band
+    np.testing.assert_allclose(measures.lowest_lift(feet, floor), [0.0, 0.0, 0.03, 0.015], atol=1e-12)
+    assert measures.both_feet_up(feet, floor).tolist() == [False, False, True, False]
+
+
+def test_the_mocaps_own_walks_keep_a_foot_down(bvh_dir):
+    from pfnn_core.evaluation import reference
+
+    clips = reference.load_mocap(sorted(bvh_dir.glob("dataset-2_walk_normal_*.bvh.gz"))[:2])
+    ref = reference.mocap_reference(clips, clips[0].motion.names, clips[0].motion.parents)
+    assert ref.airborne_share["walk"] < 0.01  # a walk has no flight phase
+    assert 0.9 < ref.speed["walk"] < 1.4  # m/s, the bundled normal walks
+    hovering = clips[0].positions[:, ref.contact_joints] + [0.0, 0.05, 0.0]  # the same walk 5 cm up
+    assert measures.both_feet_up(hovering, ref.floor).mean() > 0.99

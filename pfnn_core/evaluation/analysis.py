@@ -44,6 +44,10 @@ STANCE_AFTER_S = 1.0                # the stance is judged this long after the s
 STEADY_TAIL_S = 3.0
 BEFORE_CHANGE_S = 0.5
 STANDING_SPEED = 0.2                # m/s: slower than this before a start counts as standing
+MAX_AIRBORNE_EXCESS = 0.01          # both feet up: at most the mocap's share for the kind + 1 point
+MIN_SPEED_REACHED = 0.9             # of the speed asked, in a steady side-step or backward walk
+WALKING_KINDS = ("walk", "back", "side")  # no flight phase
+START_LIFT_S = 1.0                  # s after a start from standing in which both feet must not leave the floor
 
 
 @dataclass
@@ -134,6 +138,7 @@ def body_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
                         None, mocap_ground, f"share of the time each foot joint is in contact; {whose}: "
                         f"{_percent(mocap_ground)} (lifting feet to hide sliding would show here)"))
 
+    rows += airborne_rows(record, reference, feet, kinds) + start_lift_rows(record, reference, feet)
     step = max(1, int(round(reference.jerk_dt / record.dt)))
     query = measures.pose_features(record.positions, record.dt, reference.names, reference.parents)[::step]
     distance, _ = reference.database.nearest(query)
@@ -149,6 +154,53 @@ def body_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
     ]
 
     return rows
+
+
+def airborne_rows(record: DriveRecord, reference: MocapReference, feet, step_kinds) -> list[Row]:
+    """Both feet up (every contact joint more than 2 cm above its floor level) per walking kind: the
+    share of its frames and the largest such lift, against the mocap's share for the same kind (a walk
+    has no flight phase: lifting feet to hide sliding would show here)."""
+    lift = measures.lowest_lift(feet, reference.floor)[1:]
+    up = lift > measures.AIRBORNE_HEIGHT
+    rows = []
+    for kind in WALKING_KINDS:
+        frames = step_kinds == kind
+        if not frames.any():
+            continue
+        share, mocap = float(up[frames].mean()), reference.airborne_share.get(kind, math.nan)
+        largest = float(lift[frames & up].max()) if (frames & up).any() else 0.0
+        rows.append(Row(f"both feet up ({kind})", record.subject, record.drive.name, share, "share",
+                        f"<= mocap + {100 * MAX_AIRBORNE_EXCESS:.0f} point", at_most(share, mocap + MAX_AIRBORNE_EXCESS),
+                        mocap, f"largest lift {100 * largest:.1f} cm; the mocap's {KIND_NAMES[kind]}: {_percent(mocap)}"))
+    return rows
+
+
+def start_lift_rows(record: DriveRecord, reference: MocapReference, feet) -> list[Row]:
+    """The largest two-foot lift (the lowest contact joint's height above its floor level) in the first
+    second of every start from standing: a first step from standing keeps one foot down."""
+    starts = record.drive.segment_starts()
+    lift = measures.lowest_lift(feet, reference.floor)
+    windows = [record.window(starts[i], starts[i] + START_LIFT_S) for i in record.drive.starts()]
+    heights = [float(lift[window].max()) for window in windows if window.any()]
+    if not heights:
+        return []
+    return [Row("both feet up at a start: largest lift", record.subject, record.drive.name, max(heights), "m",
+                f"<= {measures.AIRBORNE_HEIGHT:g} m", at_most(max(heights), measures.AIRBORNE_HEIGHT), None,
+                f"the first {START_LIFT_S:g} s of {len(heights)} start(s) from standing")]
+
+
+def speed_rows(label: str, record: DriveRecord, reference: MocapReference, segment: int, kind: str) -> list[Row]:
+    """The speed a steady side-step or backward walk reaches against the speed asked (the data's own
+    speed for the style at full stick), the mocap's speed for the kind beside it."""
+    window = steady_window(record.drive, record, segment)
+    reached = float(np.linalg.norm(record.root_velocity[window], axis=-1).mean())
+    asked = float(np.linalg.norm(record.command_xz[window], axis=-1).mean())
+    style = record.drive.style
+    mocap = reference.style_speed.get((style, kind), reference.speed.get(kind, math.nan))
+    share = reached / asked if asked > 0 else math.nan
+    return [Row(f"{label}: speed reached", record.subject, record.drive.name, share, "of asked",
+                f">= {MIN_SPEED_REACHED:g}", at_least(share, MIN_SPEED_REACHED), None,
+                f"{reached:.2f} of {asked:.2f} m/s asked; the mocap's {KIND_NAMES[kind]}: {mocap:.2f} m/s")]
 
 
 def _percent(value) -> str:
@@ -332,8 +384,10 @@ def drive_rows(record: DriveRecord, reference: MocapReference) -> list[Row]:
         rows += response_rows("walk again after a stop", record, 2, MAX_START_RESPONSE_S)
     elif name == "side_steps":
         rows += facing_rows(record, 1) + steady_rows("side-steps", record, 1)
+        rows += speed_rows("side-steps", record, reference, 1, "side")
     elif name == "backpedal":
         rows += facing_rows(record, 1) + steady_rows("walking backwards", record, 1)
+        rows += speed_rows("walking backwards", record, reference, 1, "back")
     elif name == "slow_walk":
         rows += steady_rows("half-stick walk", record, 0) + steady_rows("0.3-stick walk", record, 1)
     elif name == "long_mixed":

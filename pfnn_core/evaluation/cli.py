@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core import files
 from pfnn_core.data.labels import label_clips
 from pfnn_core.data.statistics import motion_kind
 from pfnn_core.evaluation import analysis, report, rollouts
@@ -48,12 +49,11 @@ def select_clips(paths, quick: bool) -> list[Path]:
     return [paths[i] for i in sorted(chosen)]
 
 
-def model_styles(meta: dict, reference) -> list[str]:
+def model_styles(card, reference) -> list[str]:
     """The model's styles that the reference has mocap of, most minutes first."""
-    styles = meta.get("styles") or {}
-    stats = styles.get("stats") or {}
-    names = [name for name in styles.get("names") or [] if name in reference.database_styles]
-    return sorted(names, key=lambda name: -float((stats.get(name) or {}).get("minutes") or 0.0))
+    names = [name for name in card.style_names if name in reference.database_styles]
+    stats = card.style_stats
+    return sorted(names, key=lambda name: -(stats[name].minutes if name in stats else 0.0))
 
 
 def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=None, drives=None,
@@ -72,18 +72,18 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     checkpoint_path, out_dir = Path(checkpoint_path), Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     checkpoint = load_checkpoint(checkpoint_path)
-    skeleton = checkpoint.meta.get("skeleton") or {}
-    names, parents = list(skeleton.get("names") or []), np.asarray(skeleton.get("parents") or [], int)
-    folder = reference_folder(checkpoint.meta, bvh_dir)
+    card = checkpoint.card
+    names, parents = card.names, np.asarray(card.skeleton["parents"], int)
+    folder = reference_folder(card, bvh_dir)
     paths = clips_on_skeleton(bvh.find_files(folder), names) if folder.exists() else []
     if not paths:
         raise ValueError(f"{folder}: no BVH file on the model's skeleton ({len(names)} joints: "
                          f"{', '.join(names[:6])}, ...); pass --data FOLDER with clips of that skeleton")
     clips = load_mocap(select_clips(paths, quick))
-    reference = mocap_reference(clips, names, parents, checkpoint.meta)
+    reference = mocap_reference(clips, names, parents, card)
     say(f"mocap reference: {len(clips)} clips from {folder} ({time.perf_counter() - started:.0f} s)")
 
-    suite = (drive_suite(quick, styles=model_styles(checkpoint.meta, reference)) if not scripts
+    suite = (drive_suite(quick, styles=model_styles(card, reference)) if not scripts
              else [drive_from_script(path) for path in scripts])
     if drives:
         unknown = sorted(set(drives) - {d.name for d in suite})
@@ -96,7 +96,7 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
             records.append(run_subject(drive, subject, checkpoint, out_dir / "drives" / drive.name))
     say(f"{len(suite)} drives x {len(SUBJECTS)} subjects ({time.perf_counter() - started:.0f} s)")
 
-    held_out, note = held_out_clips(checkpoint.meta, folder)
+    held_out, note = held_out_clips(card, folder)
     held_out = clips_on_skeleton(held_out, names)
     count = ROLLOUT_CLIPS[0 if quick else 1]
     keys = [(label.style, motion_kind(label)) for label in label_clips(held_out)] if held_out else []
@@ -176,6 +176,9 @@ def main(argv=None) -> int:
     except (CheckpointError, FileNotFoundError, ValueError) as error:  # ScriptError is a ValueError
         print(f"pfnn-eval: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk, a read-only folder: each file is whole or as it was
+        print(f"pfnn-eval: {files.explain(error)}", file=sys.stderr)
+        return 1
     print(report.summary_text(result["rows"]))
     print()
     print(result["table"])

@@ -2,9 +2,10 @@
 
 Owns: contact frames against the capture's floor and foot skating (`floor_contacts`, `foot_skating`),
 pose features in the character's own frame and nearest-neighbour realism (`pose_features`,
-`PoseDatabase`), pose pops, floating and sunk feet (`trend_deviation`, `pose_pops`, `floating_feet`,
-`sunk_feet`), the standing stance and settling after a stop (`stance_error`, `settle_time`), and the
-network's phase on held-out clips (`contact_f1`, `phase_drift`).
+`PoseDatabase`), pose pops, floating and sunk feet, both feet off the floor (`trend_deviation`,
+`pose_pops`, `floating_feet`, `sunk_feet`, `both_feet_up`), the standing stance and settling after a
+stop (`stance_error`, `settle_time`), and the network's phase on held-out clips (`contact_f1`,
+`phase_drift`).
 
 Conventions: metres, seconds, Y up; motions are sampled every `dt` seconds; foot arrays hold the
 skeleton's contact joints in the order (Foot_L, Toes_L, Foot_R, Toes_R) and `floor` [4] is each joint's
@@ -31,6 +32,7 @@ FLOAT_HEIGHT = 0.02          # m above the floor level: a still foot higher than
 SINK_DEPTH = 0.02            # m below the floor level
 STILL_SPEED = 0.1            # m/s: a foot joint slower than this (horizontally and vertically) is still
 SETTLED_HOLD_S = 0.25        # s: feet must stay planted and still this long to count as settled
+AIRBORNE_HEIGHT = 0.02       # m: every contact joint higher than this above its floor level: both feet up
 
 
 def runs_at_least(mask: np.ndarray, frames: int) -> np.ndarray:
@@ -149,6 +151,18 @@ def floating_feet(feet, floor, dt: float, limit: float = FLOAT_HEIGHT) -> tuple[
     whole body held above the capture's floor."""
     heights = foot_heights(feet, floor, dt)
     return heights.still & (heights.lowest > limit), heights.lowest
+
+
+def lowest_lift(feet, floor) -> np.ndarray:
+    """[T] m: the lowest contact joint's height above its own floor level (how far the whole body is
+    off the floor)."""
+    return (np.asarray(feet, float)[..., 1] - np.asarray(floor, float)).min(axis=-1)
+
+
+def both_feet_up(feet, floor, limit: float = AIRBORNE_HEIGHT) -> np.ndarray:
+    """[T] bool: every contact joint more than `limit` above its floor level. A walk has no flight
+    phase: the mocap's walks have both feet up in 0-1% of their frames."""
+    return lowest_lift(feet, floor) > limit
 
 
 def sunk_feet(feet, floor, limit: float = SINK_DEPTH) -> np.ndarray:

@@ -20,9 +20,10 @@ from pfnn_core.data.normalise import split_by_clip
 from pfnn_core.data.statistics import floor_heights, motion_kind, standing_stance
 from pfnn_core.evaluation import measures, metrics
 from pfnn_core.features.contract import gait_from_speed
+from pfnn_core.models.card import ModelCard
 from pfnn_core.motion import bvh
 from pfnn_core.motion.gait_labels import STANDING_MAX_SPEED, GaitLabels, gait_labels
-from pfnn_core.skeleton import contact_joint_order, foot_joints
+from pfnn_core.skeleton import contact_joint_order, foot_joints, hips_joint
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_BVH_DIR = ROOT_DIR / "assets" / "bvh"
@@ -64,34 +65,30 @@ def clips_on_skeleton(paths, joint_names) -> list[Path]:
     return [Path(p) for p in paths if bvh_joint_names(p) == list(joint_names)]
 
 
-def reference_folder(meta: dict, bvh_dir=None) -> Path:
-    """Where the mocap reference comes from: `bvh_dir` when given, else the folder the checkpoint was
+def reference_folder(card: ModelCard, bvh_dir=None) -> Path:
+    """Where the mocap reference comes from: `bvh_dir` when given, else the folder the model was
     trained on (when it still exists), else the bundled clips."""
     if bvh_dir is not None:
         return Path(bvh_dir)
-    data = meta.get("data") or {}
-    stored = list(data.get("folders") or []) + list(((meta.get("training") or {}).get("config") or {}).get("data") or [])
-    for item in map(Path, stored):
+    for item in map(Path, card.trained_on):
         folder = item if item.is_dir() else item.parent if item.is_file() else None
         if folder is not None:
             return folder
     return DEFAULT_BVH_DIR
 
 
-def held_out_clips(meta: dict, bvh_dir: Path) -> tuple[list[Path], str]:
-    """The checkpoint's validation clips found in bvh_dir, and a note on where the list came from.
+def held_out_clips(card: ModelCard, bvh_dir: Path) -> tuple[list[Path], str]:
+    """The model's validation clips found in bvh_dir, and a note on where the list came from.
 
-    `data.val_files` when the checkpoint stores it; otherwise `split_by_clip` repeated over the
+    The validation files when the checkpoint stores them; otherwise `split_by_clip` repeated over the
     stored file list with the training run's seed and validation fraction; when neither names a file
     in bvh_dir, every clip there, marked as possibly trained on."""
-    data = meta.get("data") or {}
-    files = list(data.get("files") or [])
-    if data.get("val_files"):
-        names, note = set(data["val_files"]), "validation clips stored in the checkpoint"
+    files = list(card.data_files)
+    if card.val_files:
+        names, note = set(card.val_files), "validation clips stored in the checkpoint"
     elif files:
-        config = (meta.get("training") or {}).get("config") or {}
         stand_in = SimpleNamespace(clip=np.arange(len(files)), clip_labels=[])
-        _, val_ids = split_by_clip(stand_in, float(config.get("val_fraction", 0.1)), int(config.get("seed", 0)))
+        _, val_ids = split_by_clip(stand_in, card.val_fraction, card.seed)
         names, note = {files[i] for i in val_ids}, "validation split repeated from the training seed"
     else:
         names = set()
@@ -150,6 +147,9 @@ class MocapReference:
     ground_share: dict             # kind -> share of contact-joint steps on the floor (`Skating.ground_share`)
     style_ground_share: dict       # (style, kind) -> the same, where `style_skating` has the pair
     fast_share: dict               # kind -> share of contact steps faster than 0.25 m/s
+    airborne_share: dict           # kind -> share of frames with both feet up (`measures.both_feet_up`)
+    speed: dict                    # kind -> median ground speed of its clips (m/s)
+    style_speed: dict              # (style, kind) -> the same over that style's clips
     pops_per_minute: float
     floating_share: float          # share of still-foot frames that float
     stance: np.ndarray | None      # [4, 3] contact joints when standing, body frame (m)
@@ -165,37 +165,70 @@ class MocapReference:
         return list(self.database_styles)
 
 
-def mocap_reference(clips: list, names, parents, meta: dict | None = None,
+def mocap_reference(clips: list, names, parents, card: ModelCard | None = None,
                     leave_one_out: int = LEAVE_ONE_OUT_CLIPS) -> MocapReference:
-    """Measure the mocap clips; `meta` (the checkpoint's) supplies the stored floor levels and stance
-    when present (they were measured on the training set), else they are measured on these clips."""
-    meta = meta or {}
+    """Measure the mocap clips; the model's `card` supplies the floor levels and stance measured on its
+    training set when it has them, else they are measured on these clips."""
     parents = np.asarray(parents)
-    contact_joints = list((meta.get("skeleton") or {}).get("contact_joints")
+    contact_joints = list((card.skeleton.get("contact_joints") if card is not None else None)
                           or contact_joint_order(foot_joints(list(names), parents)))
-    moving = [c for c in clips if c.kind not in ("stand",)]
-    if meta.get("floor_heights"):
-        floor, floor_source = np.asarray(meta["floor_heights"], float), "stored in the checkpoint (training mocap)"
-    else:
-        floor = np.asarray(floor_heights([(c.labels.global_positions[:, contact_joints, 1], c.labels.contacts)
-                                                    for c in moving]), float)
-        floor_source = "measured on the reference clips (the checkpoint stores none)"
+    floor, floor_source = _floor(clips, contact_joints, card)
+    by_kind = _by_kind(clips, contact_joints, floor)
+    faults = _faults(clips, contact_joints, floor, parents)
+    stance, stance_spread = _stance(clips, names, parents, card)
+    styles = sorted({c.style for c in clips})
+    database, realism = _realism(clips, names, parents, styles, leave_one_out)
+    return MocapReference(
+        clips=clips, names=list(names), parents=parents, contact_joints=contact_joints, floor=floor,
+        floor_source=floor_source, **by_kind, **faults, stance=stance, stance_spread=stance_spread,
+        database=database, database_styles=styles, realism=realism)
 
-    skating, fast, style_skating, ground, style_ground = {}, {}, {}, {}, {}
+
+def _floor(clips, contact_joints, card) -> tuple[np.ndarray, str]:
+    if card is not None and card.floor_heights is not None:
+        return np.asarray(card.floor_heights, float), "stored in the checkpoint (training mocap)"
+    moving = [c for c in clips if c.kind != "stand"]
+    floor = floor_heights([(c.labels.global_positions[:, contact_joints, 1], c.labels.contacts) for c in moving])
+    return np.asarray(floor, float), "measured on the reference clips (the checkpoint stores none)"
+
+
+def _clip_speed(clip: MocapClip) -> float:
+    """The clip's mean ground speed (m/s) of its hips (what training measures a style's speeds by)."""
+    if len(clip.positions) < 2:
+        return 0.0
+    hips = hips_joint(clip.motion.names, np.asarray(clip.motion.parents), clip.positions)
+    steps = np.linalg.norm(np.diff(clip.positions[:, hips][:, [0, 2]], axis=0), axis=-1)
+    return float(steps.mean() / clip.dt)
+
+
+def _by_kind(clips, contact_joints, floor) -> dict:
+    """Skating, feet on the floor, fast contacts, both feet up and speed per kind of motion (and per
+    style where a style has enough of a kind)."""
+    out = {name: {} for name in ("skating", "fast_share", "style_skating", "ground_share", "style_ground_share",
+                                 "airborne_share", "speed", "style_speed")}
     for kind in KINDS:
         kind_clips = [c for c in clips if c.kind == kind]
         parts = [measures.foot_skating(c.positions[:, contact_joints], floor, c.dt) for c in kind_clips]
         pooled = measures.pool_skating(parts)
-        skating[kind], fast[kind], ground[kind] = pooled.mean(), pooled.fast_share(), pooled.ground_share()
+        out["skating"][kind], out["fast_share"][kind] = pooled.mean(), pooled.fast_share()
+        out["ground_share"][kind] = pooled.ground_share()
+        up = [measures.both_feet_up(c.positions[:, contact_joints], floor) for c in kind_clips]
+        out["airborne_share"][kind] = float(np.concatenate(up).mean()) if up else math.nan
+        speeds = [_clip_speed(c) for c in kind_clips]
+        out["speed"][kind] = float(np.median(speeds)) if speeds else math.nan
         for style in sorted({c.style for c in kind_clips}):
-            mine = [(c, part) for c, part in zip(kind_clips, parts) if c.style == style]
-            if sum(len(c.positions) * c.dt for c, _ in mine) >= STYLE_SKATING_MIN_S:
-                own = measures.pool_skating([part for _, part in mine])
-                style_skating[(style, kind)], style_ground[(style, kind)] = own.mean(), own.ground_share()
+            mine = [(c, part, v) for c, part, v in zip(kind_clips, parts, speeds) if c.style == style]
+            out["style_speed"][(style, kind)] = float(np.median([v for _, _, v in mine]))
+            if sum(len(c.positions) * c.dt for c, _, _ in mine) >= STYLE_SKATING_MIN_S:
+                own = measures.pool_skating([part for _, part, _ in mine])
+                out["style_skating"][(style, kind)], out["style_ground_share"][(style, kind)] = \
+                    own.mean(), own.ground_share()
+    return out
 
-    popped = minutes = 0.0
-    still = floating = 0.0
-    jerk_sum = jerk_count = 0.0
+
+def _faults(clips, contact_joints, floor, parents) -> dict:
+    """Pops per minute, the floating share of still-foot frames and the jerk of the mocap itself."""
+    popped = minutes = still = floating = jerk_sum = jerk_count = 0.0
     for clip in clips:
         popped += float(measures.pose_pops(clip.positions).sum())
         minutes += len(clip.positions) * clip.dt / 60.0
@@ -206,20 +239,26 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
         if len(body) >= 4:
             jerk_sum += float(metrics.mean_jerk(body, clip.dt)) * (len(body) - 3)
             jerk_count += len(body) - 3
+    return {"pops_per_minute": popped / minutes if minutes else math.nan,
+            "floating_share": floating / still if still else math.nan,
+            "jerk": jerk_sum / jerk_count if jerk_count else math.nan,
+            "jerk_dt": float(np.median([c.dt for c in clips]))}
 
-    stored = meta.get("stance") or {}
-    if stored.get("positions"):
-        stance = np.asarray(stored["positions"], float)
-        spread_m = np.linalg.norm(np.asarray(stored.get("spread") or np.zeros_like(stance), float), axis=-1)
-        stance_spread = float(np.sqrt(np.mean(spread_m ** 2)))
-    else:
-        stance_frames = [s for s in (standing_stance(c.labels, names, parents) for c in clips
-                                     if c.kind == "stand") if s is not None]
-        stance = np.concatenate(stance_frames).mean(axis=0) if stance_frames else None
-        stance_spread = (float(np.sqrt(np.mean(np.sum((np.concatenate(stance_frames) - stance) ** 2, axis=-1))))
-                         if stance_frames else math.nan)
 
-    styles = sorted({c.style for c in clips})
+def _stance(clips, names, parents, card) -> tuple[np.ndarray | None, float]:
+    if card is not None and card.stance is not None:
+        spread = card.stance_spread
+        return np.asarray(card.stance, float), spread if spread is not None else 0.0
+    frames = [s for s in (standing_stance(c.labels, names, parents) for c in clips if c.kind == "stand")
+              if s is not None]
+    if not frames:
+        return None, math.nan
+    stance = np.concatenate(frames).mean(axis=0)
+    return stance, float(np.sqrt(np.mean(np.sum((np.concatenate(frames) - stance) ** 2, axis=-1))))
+
+
+def _realism(clips, names, parents, styles, leave_one_out: int) -> tuple[measures.PoseDatabase, dict]:
+    """The pose database of every frame, and leave-one-clip-out realism of a spread of moving clips."""
     pose_frames, clip_ids, style_ids = [], [], []
     for index, clip in enumerate(clips):
         frames = measures.pose_features(clip.positions, clip.dt, names, parents)
@@ -228,7 +267,6 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
         style_ids.append(np.full(len(frames), styles.index(clip.style)))
     database = measures.PoseDatabase(np.concatenate(pose_frames), np.concatenate(style_ids))
     clip_of_frame = np.concatenate(clip_ids)
-
     distances = []
     moving_ids = [i for i, c in enumerate(clips) if c.kind != "stand"]
     scored = [moving_ids[i] for i in spread([(clips[i].style, clips[i].kind) for i in moving_ids], leave_one_out)]
@@ -236,14 +274,6 @@ def mocap_reference(clips: list, names, parents, meta: dict | None = None,
         distance, _ = database.nearest(pose_frames[index], mask=clip_of_frame != index)
         distances.append(distance)
     pooled = np.concatenate(distances) if distances else np.zeros(0)
-    realism = {"median": float(np.median(pooled)) if len(pooled) else math.nan,
-               "p95": float(np.percentile(pooled, 95)) if len(pooled) else math.nan,
-               "clip_medians": [float(np.median(d)) for d in distances], "clips": len(distances)}
-    return MocapReference(
-        clips=clips, names=list(names), parents=parents, contact_joints=contact_joints, floor=floor,
-        floor_source=floor_source, skating=skating, style_skating=style_skating, ground_share=ground,
-        style_ground_share=style_ground, fast_share=fast,
-        pops_per_minute=popped / minutes if minutes else math.nan,
-        floating_share=floating / still if still else math.nan, stance=stance, stance_spread=stance_spread,
-        jerk=jerk_sum / jerk_count if jerk_count else math.nan, jerk_dt=float(np.median([c.dt for c in clips])),
-        database=database, database_styles=styles, realism=realism)
+    return database, {"median": float(np.median(pooled)) if len(pooled) else math.nan,
+                      "p95": float(np.percentile(pooled, 95)) if len(pooled) else math.nan,
+                      "clip_medians": [float(np.median(d)) for d in distances], "clips": len(distances)}

@@ -65,6 +65,7 @@ class ModelCard:
     layout: Any  # the feature contract `ModelLayout` (x, y) for this skeleton
     floor_heights: np.ndarray | None  # [4] planted height (m) of each contact joint in the mocap
     stance: np.ndarray | None  # [4, 3] the mocap's standing stance of the contact joints (body frame)
+    stance_spread: float | None  # m: RMS distance of the mocap's own standing frames from `stance`
     stride: Mapping[str, Any]  # pooled stride length by speed (`motion.phase.stride_statistics`)
     gait_speeds: Mapping[str, float]  # full-stick 'walk' and 'run' speeds (m/s)
     style_names: tuple[str, ...]  # the style input's order
@@ -74,6 +75,11 @@ class ModelCard:
     training: Mapping[str, Any] = field(default_factory=dict)  # facts shown to people (epochs, losses, time)
     data: Mapping[str, Any] = field(default_factory=dict)  # files, frames, hash of the training set
     extra: Mapping[str, Any] = field(default_factory=dict)  # the kind's own metadata (e.g. matching weights)
+    trained_on: tuple[str, ...] = ()  # the folders and files given to training (where its mocap is)
+    data_files: tuple[str, ...] = ()  # the training set's file names, in clip order
+    val_files: tuple[str, ...] = ()  # the validation clips, when stored
+    val_fraction: float = 0.1  # of the clips held out by the training run's split
+    seed: int = 0  # the training run's seed (its split repeats from it)
 
     # ---- reading ------------------------------------------------------------------------------
     @staticmethod
@@ -93,6 +99,7 @@ class ModelCard:
             layout=layout if layout is not None else meta.get("layout"),
             floor_heights=_floor_heights(meta.get("floor_heights")),
             stance=_stance((meta.get("stance") or {}).get("positions")),
+            stance_spread=_stance_spread(meta.get("stance") or {}),
             stride=meta.get("stride") or dict(FALLBACK_STRIDE),
             gait_speeds=_gait_speeds(meta.get("gait_speeds")),
             style_names=tuple(str(n) for n in (styles.get("names") or [])),
@@ -101,6 +108,7 @@ class ModelCard:
             beta_range=_beta_range(training_config, config, trained_beta),
             training=dict(meta.get("training") or {}), data=dict(meta.get("data") or {}),
             extra=dict(meta.get(str(kind or meta.get("kind") or "pfnn")) or {}),
+            **_training_facts(meta.get("data") or {}, training_config),
         )
 
     # ---- facts derived once -------------------------------------------------------------------
@@ -143,6 +151,18 @@ class ModelCard:
         return {name: weight for name, weight in zip(names, weights) if weight > 0.0}
 
 
+def _training_facts(data: Mapping[str, Any], training_config: Mapping[str, Any]) -> dict:
+    """Where the model's mocap is and how its run split it (older checkpoints store fewer of these)."""
+    def names(values):
+        return tuple(str(v) for v in (values or []) if isinstance(v, str))
+
+    fraction, seed = training_config.get("val_fraction", 0.1), training_config.get("seed", 0)
+    return {"trained_on": names(data.get("folders")) + names(training_config.get("data")),
+            "data_files": names(data.get("files")), "val_files": names(data.get("val_files")),
+            "val_fraction": float(fraction) if isinstance(fraction, (int, float)) else 0.1,
+            "seed": int(seed) if isinstance(seed, int) else 0}
+
+
 def _checked_skeleton(skeleton) -> Mapping[str, Any]:
     if not isinstance(skeleton, Mapping):
         raise CardError("skeleton: missing (a checkpoint stores the skeleton it was trained on)")
@@ -175,6 +195,13 @@ def _stance(positions) -> np.ndarray | None:
     if values.shape != (4, 3) or not np.isfinite(values).all():
         raise CardError(f"checkpoint field stance.positions: expected [4, 3] finite positions (m), got {values.tolist()}")
     return values
+
+
+def _stance_spread(stance: Mapping[str, Any]) -> float | None:
+    if stance.get("positions") is None:
+        return None
+    spread = np.asarray(stance.get("spread") or np.zeros((4, 3)), dtype=float)
+    return float(np.sqrt(np.mean(np.linalg.norm(spread, axis=-1) ** 2))) if np.isfinite(spread).all() else None
 
 
 def _gait_speeds(speeds) -> dict[str, float]:
