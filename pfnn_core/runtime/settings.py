@@ -187,6 +187,11 @@ class RuntimeSettings:
     network_mode: str = _tunable("exact", "Network weights",
                                  "exact, or precomputed per phase bin: linear / constant (faster, approximate; CPU only).",
                                  choices=NETWORK_MODES)
+    # Motion VAE: 0 = the policy's latent itself (deterministic); up to 1 = the latent drawn around it
+    # with the posterior's typical spread (other kinds ignore it).
+    variation: float = _tunable(0.0, "Variation (motion VAE)",
+                                "0 = the policy's latent (deterministic); up to 1 = sampled around it.",
+                                min=0.0, max=1.0, step=0.05)
 
     def __post_init__(self) -> None:
         self._model_limits: dict[str, tuple[float, float]] = {}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from pfnn_core.data import checks
+from pfnn_core.models import mvae_train
 from pfnn_core.motion import bvh
 from pfnn_core.threads import set_thread_counts
 from pfnn_core.training import distributed, loop
@@ -27,7 +28,7 @@ from pfnn_core.training.dataset import load_training_data
 from pfnn_core.training.resume import resume_config
 
 # Model kind -> its training function, (config, progress, stop, data) -> TrainResult.
-KINDS: dict[str, Callable[..., TrainResult]] = {"pfnn": loop.train}
+KINDS: dict[str, Callable[..., TrainResult]] = {"pfnn": loop.train, "mvae": mvae_train.train}
 
 
 def _model_kind(text: str) -> str:

@@ -1,0 +1,131 @@
+"""The motion VAE's training rollouts: the VAE's (scheduled sampling from teacher forcing to fully
+autoregressive) and the control policy's (through the frozen decoder), and the validation measures.
+
+A rollout starts from real frames (the history) and predicts `length` frames in turn; the frame fed
+back as the next step's previous frame is, with the feedback probability, the model's own prediction
+(detached: the model learns to recover from its own errors without back-propagating through time),
+else the data's. The policy's rollouts are always autoregressive.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional
+
+from pfnn_core.models.mvae_frames import condition
+from pfnn_core.models.mvae_losses import (
+    FrameParts,
+    acceleration,
+    foot_velocity,
+    kl_per_dimension,
+    reconstruction,
+)
+from pfnn_core.models.mvae_networks import MotionVAE
+
+
+@dataclass
+class MVAETensors:
+    """The training set as the rollouts read it (normalised, on the training device)."""
+
+    frames: torch.Tensor  # [N, F] normalised frames
+    control: torch.Tensor  # [N, C] normalised control
+    phase: torch.Tensor  # [N]
+    style: torch.Tensor | None  # [N] long, None without styles
+    num_styles: int
+    parts: FrameParts
+
+    def condition(self, rows: torch.Tensor) -> torch.Tensor:
+        style = None if self.style is None else functional.one_hot(self.style[rows], self.num_styles).float()
+        return condition(self.phase[rows], self.control[rows], style)
+
+
+@dataclass
+class LossWeights:
+    kl: float = 0.001
+    foot: float = 0.5
+    acceleration: float = 0.1
+    velocity: float = 1.0  # the policy's root-velocity term
+
+
+def history_length(window: int) -> int:
+    """Real frames before a VAE rollout's first target: the encoder's W - 1, at least the 2 the
+    acceleration term needs."""
+    return max(window - 1, 2)
+
+
+def policy_history_length(window: int) -> int:
+    """Real frames before a policy rollout's first target: the encoder's whole window (the current
+    latent is the posterior mean of the last real transition), at least 2."""
+    return max(window, 2)
+
+
+def vae_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, weights: LossWeights,
+                feedback: float, train_encoder: bool) -> dict:
+    """Mean loss terms [scalar] over rollouts along `rows` [B, H + L] (H = `history_length`); 'total'
+    is what to minimise, 'kl_per_dim' [Z] the mean KL of each latent dimension."""
+    window = model.config.window
+    history_count = history_length(window)
+    real = tensors.frames[rows]
+    history = real[:, :history_count]
+    sums: dict[str, torch.Tensor] = {}
+    steps = rows.shape[1] - history_count
+    for step in range(steps):
+        t = history_count + step
+        target = real[:, t]
+        encoder_window = torch.cat([history[:, history.shape[1] - (window - 1):], target[:, None]], 1)
+        with torch.set_grad_enabled(train_encoder and torch.is_grad_enabled()):
+            mu, logvar = model.encoder(encoder_window)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        pred = model.decoder(z, history[:, -1], tensors.condition(rows[:, t]))
+        kl = kl_per_dimension(mu, logvar)
+        terms = {"reconstruction": reconstruction(pred, target).mean(), "kl": kl.mean(),
+                 "foot": foot_velocity(pred, target, tensors.parts).mean(),
+                 "acceleration": acceleration(pred, history, target, real[:, t - 2:t], tensors.parts).mean(),
+                 "kl_per_dim": kl.mean(0).detach()}
+        for name, value in terms.items():
+            sums[name] = sums.get(name, 0.0) + value / steps
+        if step + 1 < steps:
+            fed = torch.rand(len(rows), 1, device=rows.device) < feedback
+            next_frame = torch.where(fed, pred.detach(), target)
+            history = torch.cat([history[:, 1:], next_frame[:, None]], 1)
+    kl_weight = weights.kl if train_encoder else 0.0
+    sums["total"] = (sums["reconstruction"] + kl_weight * sums["kl"] + weights.foot * sums["foot"]
+                     + weights.acceleration * sums["acceleration"])
+    return sums
+
+
+def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, weights: LossWeights,
+                   zero_start: float = 0.25) -> dict:
+    """Mean loss terms over fully autoregressive policy rollouts along `rows` [B, H + L]
+    (H = `policy_history_length`), in pose space through the frozen decoder: reconstruction of the
+    data's frames under the data's control, root velocity (responsiveness), acceleration (smoothness).
+    The first current latent is the posterior mean of the last real transition, or the prior mean
+    (zero, as at a runtime start) for a `zero_start` share of the rollouts."""
+    window = model.config.window
+    history_count = policy_history_length(window)
+    real = tensors.frames[rows]
+    history = real[:, :history_count]
+    with torch.no_grad():
+        z, _ = model.encoder(history[:, history_count - window:])
+        z = torch.where(torch.rand(len(rows), 1, device=rows.device) < zero_start, torch.zeros_like(z), z)
+    sums: dict[str, torch.Tensor] = {}
+    steps = rows.shape[1] - history_count
+    root = tensors.parts.root
+    for step in range(steps):
+        t = history_count + step
+        target = real[:, t]
+        cond = tensors.condition(rows[:, t])
+        z = model.policy(z, history, cond)
+        pred = model.decoder(z, history[:, -1], cond)
+        terms = {"reconstruction": reconstruction(pred, target).mean(),
+                 "velocity": ((pred[:, root] - target[:, root]) ** 2).mean(),
+                 "acceleration": acceleration(pred, history, target, real[:, t - 2:t], tensors.parts).mean(),
+                 "foot": foot_velocity(pred, target, tensors.parts).mean()}
+        for name, value in terms.items():
+            sums[name] = sums.get(name, 0.0) + value / steps
+        history = torch.cat([history[:, 1:], pred.detach()[:, None]], 1)
+        z = z.detach()
+    sums["total"] = (sums["reconstruction"] + weights.velocity * sums["velocity"]
+                     + weights.acceleration * sums["acceleration"] + weights.foot * sums["foot"])
+    return sums

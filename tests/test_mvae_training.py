@@ -1,0 +1,132 @@
+"""Training the motion VAE on a few bundled clips: schedules, a resumable stop, the KL of a trained tiny
+model not collapsed, the policy reaching a commanded speed better than an untrained one, and a
+random-weight model failing the evaluation's body targets."""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pfnn_core.models.mvae_train import MVAETrainConfig, feedback_at, kl_weight_at, lr_at, train
+from pfnn_core.models.registry import build_model, load_checkpoint
+
+BVH = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
+CLIPS = [str(BVH / f"dataset-2_{name}_normal_001.bvh.gz") for name in ("walk", "run", "walk-turn-left")]
+CLIPS.append(str(BVH / "dataset-2_raise-up-both-hands_normal_001.bvh.gz"))
+
+
+def _tiny(tmp_path, **values) -> MVAETrainConfig:
+    base = MVAETrainConfig(data=CLIPS, out=str(tmp_path / "tiny.safetensors"), batch_size=32, batches_per_epoch=10,
+                           vae_epochs=4, decoder_only_epochs=1, kl_warmup_epochs=1, teacher_epochs=1,
+                           ramp_epochs=1, policy_epochs=2, val_windows=128, hidden=64, cache=False)
+    return replace(base, **values)
+
+
+def test_the_schedules_follow_the_config():
+    config = MVAETrainConfig(decoder_only_epochs=2, kl_warmup_epochs=4, teacher_epochs=3, ramp_epochs=4,
+                             kl_weight=0.001, lr=1e-3, lr_final=1e-5)
+    assert kl_weight_at(config, 1, 0.9) == 0.0  # the decoder alone: no KL
+    assert kl_weight_at(config, 4, 0.0) == pytest.approx(0.0005)
+    assert kl_weight_at(config, 9, 0.0) == pytest.approx(0.001)
+    assert feedback_at(config, 2, 0.99) == 0.0  # teacher forcing
+    assert feedback_at(config, 5, 0.0) == pytest.approx(0.5)
+    assert feedback_at(config, 20, 0.0) == 1.0  # fully autoregressive
+    assert lr_at(config, 0.0) == pytest.approx(1e-3) and lr_at(config, 1.0) == pytest.approx(1e-5)
+
+
+@pytest.mark.slow
+def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
+    stop = threading.Event()
+    seen = []
+
+    def progress(info):
+        seen.append(info)
+        if info["event"] == "batch" and info["step"] == 15:
+            stop.set()
+
+    config = _tiny(tmp_path, vae_epochs=2, policy_epochs=1)
+    first = train(config, progress=progress, stop=stop)
+    assert first.stopped and first.resume_path.exists() and not Path(config.out).exists()
+    resumed = train(replace(config, resume=str(first.resume_path)))
+    assert not resumed.stopped and resumed.epochs_completed == 3
+    checkpoint = load_checkpoint(config.out)
+    history = checkpoint.card.extra["loss_history"]
+    assert len(history["vae"]["total"]) == 2 and len(history["policy"]["total"]) == 1
+    assert checkpoint.card.training["batches"] == 30
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mvae_trained")
+    config = _tiny(folder, vae_epochs=8, batches_per_epoch=15, policy_epochs=4, hidden=128)
+    result = train(config)
+    return config, result
+
+
+@pytest.mark.slow
+def test_the_kl_of_a_trained_tiny_model_is_not_collapsed(trained):
+    config, result = trained
+    checkpoint = load_checkpoint(result.out_path)
+    extra = checkpoint.card.extra
+    kl = np.asarray(extra["kl_per_dim"])
+    assert len(kl) == config.latent_size
+    assert extra["active_dimensions"] >= config.latent_size // 2
+    assert extra["collapse_warning"] is None
+    assert np.all(np.isfinite(kl)) and float(kl.sum()) > 0.1
+    history = extra["loss_history"]["val"]["vae"]
+    assert set(history) == {"total", "reconstruction", "kl", "foot", "acceleration"}
+    assert history["reconstruction"][-1] < history["reconstruction"][0]
+
+
+def _speed_error(model, speed: float, ticks: int = 240) -> float:
+    """Mean |ground speed - commanded| over the last 2 s of a straight walk, the bare model's own root
+    motion (no command blending, foot locks, IK or settling)."""
+    from pfnn_core.runtime.character import Character
+    from pfnn_core.runtime.command import Command
+    from pfnn_core.runtime.settings import RuntimeSettings
+
+    character = Character(model.checkpoint, settings=RuntimeSettings.bare_network(model.card))
+    character.model = model
+    speeds = []
+    for tick in range(ticks):
+        state = character.tick(Command(np.array([0.0, speed]), gait="walk"), 1.0 / 60.0)
+        if tick >= ticks - 120:
+            speeds.append(float(np.linalg.norm(state.root_vel[0])))
+    return abs(float(np.mean(speeds)) - speed)
+
+
+@pytest.mark.slow
+def test_the_trained_policy_reaches_a_commanded_speed_better_than_an_untrained_one(trained):
+    from pfnn_core.models.mvae_networks import NumpyMVAE, Policy
+
+    _, result = trained
+    checkpoint = load_checkpoint(result.out_path)
+    trained_model = build_model(checkpoint)
+    untrained = build_model(checkpoint)
+    torch.manual_seed(0)
+    untrained.network.policy = Policy(checkpoint.config)
+    untrained.runner = NumpyMVAE(untrained.network)
+    walk = float(checkpoint.card.walk_speed)
+    assert _speed_error(trained_model, walk) < _speed_error(untrained, walk)
+
+
+@pytest.mark.slow
+def test_a_random_weight_model_fails_the_evaluations_body_targets(tmp_path, trained):
+    from pfnn_core.evaluation import cli
+    from pfnn_core.models.mvae_checkpoint import network_of, save_mvae
+    from pfnn_core.models.mvae_networks import MotionVAE
+
+    _, result = trained
+    checkpoint = load_checkpoint(result.out_path)
+    torch.manual_seed(7)
+    random = MotionVAE(checkpoint.config)
+    assert network_of(checkpoint) is not None
+    path = tmp_path / "random.safetensors"
+    save_mvae(path, random, checkpoint.layout, checkpoint.norm, checkpoint.tensors["latent.scale"], checkpoint.meta)
+    evaluation = cli.evaluate(path, tmp_path / "eval", quick=True, drives=["walk_start", "run"], bvh_dir=BVH)
+    network = [row for row in evaluation["rows"] if row.subject == "network" and row.passed is not None]
+    assert network and sum(row.passed for row in network) < len(network) / 2
