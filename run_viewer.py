@@ -2,11 +2,11 @@
 import sys
 
 if "--headless" in sys.argv:
-    from app.main import use_headless_gl
+    from app.cli import use_headless_gl
 
     use_headless_gl()
 
-from app.main import main
+from app.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 BUNDLED_BVH = REPOSITORY / "assets" / "bvh"
+DEFAULT_MODEL = REPOSITORY / "assets" / "models" / "default.safetensors"  # what the viewer runs first
 
 
 def work_dir() -> Path:

@@ -24,14 +24,15 @@ import time
 from pathlib import Path
 
 os.environ["PYGLET_HEADLESS"] = "true"
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the viewer does (see app/main.py)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the viewer does (see app/cli.py)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from app.main import DEFAULT_MODEL, SIM_DT, Viewer  # noqa: E402
+from app.paths import DEFAULT_MODEL  # noqa: E402
+from app.viewer import SIM_DT, Viewer  # noqa: E402
 from pfnn_core.drive.cli import parse_script  # noqa: E402
 
 PASSES = ("prepare", "shadow_pass", "background", "characters", "overlays")
@@ -68,7 +69,7 @@ def measure(viewer: Viewer, views: list[str], frames: int) -> dict:
 
 def measure_split(viewer: Viewer, views: list[str], frames: int) -> dict:
     """Per view: median ms of each render pass, of building the panel and of rasterising it."""
-    draw_panel = viewer.imgui_renderer.render
+    draw_panel = viewer.imgui.renderer.render
     times = {view: {} for view in views}
 
     def draw_panel_and_wait(draw_data):
@@ -78,7 +79,7 @@ def measure_split(viewer: Viewer, views: list[str], frames: int) -> dict:
         viewer.ctx.finish()
         times[viewer.state.view_mode].setdefault("panel_raster", []).append(1000 * (CLOCK["now"]() - start))
 
-    viewer.imgui_renderer.render = draw_panel_and_wait
+    viewer.imgui.renderer.render = draw_panel_and_wait
     try:
         for _ in range(frames):
             for view in views:
@@ -87,7 +88,7 @@ def measure_split(viewer: Viewer, views: list[str], frames: int) -> dict:
                 one_frame(viewer)
                 times[view].setdefault("panel", []).append(viewer.state.stats["ui_ms"])
     finally:
-        viewer.imgui_renderer.render = draw_panel
+        viewer.imgui.renderer.render = draw_panel
         viewer.renderer.pass_times = None
     result = {}
     for view, series in times.items():

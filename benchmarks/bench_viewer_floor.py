@@ -14,7 +14,8 @@ os.environ["PYGLET_HEADLESS"] = "true"; os.environ.setdefault("PYOPENGL_PLATFORM
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from app.main import DEFAULT_MODEL, SIM_DT, Viewer
+from app.paths import DEFAULT_MODEL
+from app.viewer import SIM_DT, Viewer
 from pfnn_core.drive.cli import parse_script
 
 v = Viewer(1280, 720, model_path=str(DEFAULT_MODEL), visible=False, vsync=False)

@@ -24,7 +24,7 @@ def folders(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def viewer(random_checkpoint, tmp_path_factory, folders):
-    from app.main import Viewer
+    from app.viewer import Viewer
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PFNN_VIEWER_HOME", str(folders["work"]))
@@ -103,7 +103,7 @@ def test_preview_plays_the_spliced_sequence_and_the_curves_show_the_cuts(editor,
     assert editor.source.time == pytest.approx(time_before + 0.5, abs=1e-6)  # it plays
     image = editor.read_pixels()
     assert cut_pixels(image) > before + 50  # two plots, two cut lines each
-    from app.capture import save_png
+    from app.jobs.capture import save_png
 
     save_png(image, tmp_path / "editor_panel.png")  # to look at
 

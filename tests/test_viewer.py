@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from app.input.devices import InputDevices, InputFrame, combine, gamepad_frame, keyboard_frame, radial_deadzone
+from app.jobs.training import TrainingJob, eta_seconds
 from app.render.camera import OrbitCamera, look_at, perspective, project_points
 from app.render.geometry import horizon_ndc_y, spheres_in_view, uncovered_rects
 from app.render.overlays import (
@@ -21,7 +22,6 @@ from app.render.overlays import (
 )
 from app.render.scene import SceneFrame, drawn_bones, lerp, lerp_phase
 from app.sources.playback import load_clip
-from app.training_job import TrainingJob, eta_seconds
 from pfnn_core.motion import bvh
 from pfnn_core.runtime.command import command_from_stick
 from pfnn_core.runtime.settings import RuntimeSettings
@@ -286,6 +286,23 @@ def test_a_failing_training_job_keeps_its_error():
     assert "ZeroDivisionError" in job.error
 
 
+
+def test_the_hud_names_the_gait_by_the_feature_contracts_speeds():
+    from app.ui.hud import hud_values
+
+    def frame_at(speed):
+        past = np.zeros((61, 3))
+        past[:, 2] = np.arange(61) * speed / 60.0  # walking along +Z at `speed` m/s for a second
+        return SceneFrame(joint_pos=np.zeros((2, 3)), parents=np.array([-1, 0]), root_pos=past[-1],
+                          root_dir=np.array([0.0, 0.0, 1.0]), traj_past_pos=past)
+
+    # the contract's soft labels: 'stand' fades out over 0.1-0.35 m/s (half at 0.225), 'run' in over 1.6-2.2 (half at 1.9)
+    expected = {0.15: "stand", 0.21: "stand", 0.25: "walk", 1.85: "walk", 1.95: "run", 3.0: "run"}
+    for speed, gait in expected.items():
+        values = hud_values(frame_at(speed), None, "", 1 / 60)
+        assert values["speed"] == pytest.approx(speed) and values["gait"] == gait, speed
+    assert hud_values(frame_at(3.0), "playback", "", 1 / 60)["gait"] == "playback"  # a source's own gait wins
+
 # ---- the real window, headless ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -295,7 +312,7 @@ def checkpoint_path(random_checkpoint):
 
 @pytest.fixture(scope="module")
 def viewer(checkpoint_path, tmp_path_factory):
-    from app.main import Viewer
+    from app.viewer import Viewer
 
     with pytest.MonkeyPatch.context() as patch:  # the work and settings folders: never the user's
         patch.setenv("PFNN_VIEWER_HOME", str(tmp_path_factory.mktemp("work")))
@@ -412,11 +429,11 @@ def test_strafing_keeps_the_facing_held_when_the_key_went_down(live):
     from pyglet.window import key
 
     facing = live.cur_frames[0].root_dir[[0, 2]].copy()
-    live.on_key_press(key.E, 0)
-    live.on_key_press(key.D, 0)
+    live.input.on_key_press(key.E, 0)
+    live.input.on_key_press(key.D, 0)
     command = live.current_command()
-    live.on_key_release(key.D, 0)
-    live.on_key_release(key.E, 0)
+    live.input.on_key_release(key.D, 0)
+    live.input.on_key_release(key.E, 0)
     assert command.strafe and np.allclose(command.facing, facing / np.linalg.norm(facing))
     assert command.speed > 0
     assert not live.current_command().strafe and live.strafe_facing is None
@@ -534,7 +551,7 @@ def test_crowd_positions_start_at_the_origin_on_a_grid():
 def test_headless_cli_writes_a_screenshot(tmp_path, viewer):
     from PIL import Image
 
-    from app.main import main
+    from app.cli import main
 
     script = tmp_path / "walk.json"
     script.write_text('{"segments": [{"duration": 1.0, "move": [0, 1]}]}')
@@ -546,7 +563,7 @@ def test_headless_cli_writes_a_screenshot(tmp_path, viewer):
 
 
 def test_no_display_gives_a_clear_message_instead_of_a_traceback(monkeypatch, capsys):
-    from app.main import main
+    from app.cli import main
     if not sys.platform.startswith("linux"):
         pytest.skip("display detection is for X11/Wayland")
     for name in ("PYGLET_HEADLESS", "DISPLAY", "WAYLAND_DISPLAY"):

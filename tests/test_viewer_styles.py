@@ -65,7 +65,7 @@ def checkpoints(walk_motion, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def viewer(checkpoints, tmp_path_factory):
-    from app.main import Viewer
+    from app.viewer import Viewer
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PFNN_VIEWER_HOME", str(tmp_path_factory.mktemp("work")))
@@ -83,7 +83,7 @@ def ui(viewer, checkpoints):
     if state.model.path != checkpoints["styled"]:
         state.request("load_model", checkpoints["styled"])
     viewer.script = None
-    viewer.on_deactivate()
+    viewer.input.on_deactivate()
     state.show_panel, state.show_help, state.open_sections = True, False, ("Style",)
     state.overlays.update(trajectory=False, contacts=False, phase=False, joint_axes=False)
     state.transport.paused = False
@@ -191,7 +191,7 @@ def test_the_style_key_cycles_most_data_first_and_shift_goes_back(ui):
 
 
 def test_a_scripts_styles_are_applied_when_their_segment_starts(ui):
-    from app.main import script_style_error
+    from app.cli import script_style_error
 
     ui.script = parse_script({"segments": [{"duration": 0.05, "move": [0, 1], "style": "sad"},
                                            {"duration": 5.0, "move": [0, 1], "style": {"elderly": 0.5, "normal": 0.5}}]})

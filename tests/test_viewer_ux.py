@@ -11,8 +11,8 @@ import pytest
 from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key, mouse
 
-from app.capture import VideoRecorder, capture_name
 from app.input import keys
+from app.jobs.capture import VideoRecorder, capture_name
 from app.render.camera import CAMERA_MODES, Camera, project_points
 from app.transport import StateHistory, TransportPanel, next_speed, scaled_real_dt
 from app.ui.file_browser import RecentFolders, list_folder
@@ -43,16 +43,16 @@ def model_with_gait_speeds(walk_motion, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def viewer(model_with_gait_speeds, folders):
-    from app.main import Viewer
+    from app.viewer import Viewer
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PFNN_VIEWER_HOME", str(folders["work"]))
         patch.setenv("PFNN_VIEWER_CONFIG", str(folders["config"]))
         app = Viewer(WIDTH, HEIGHT, model_path=model_with_gait_speeds, visible=False, vsync=False)
         yield app
-        if app.training_job is not None:
-            app.training_job.stop()
-            app.training_job.join(60)
+        if app.training.job is not None:
+            app.training.job.stop()
+            app.training.job.join(60)
         app.close()
 
 
@@ -62,7 +62,7 @@ def ui(viewer):
     viewer.state.take_requests()
     if viewer.state.playback.active:
         viewer.back_to_live()
-    viewer.on_deactivate()  # no key or button left held down by an earlier test
+    viewer.input.on_deactivate()  # no key or button left held down by an earlier test
     viewer.script = None
     state = viewer.state
     state.show_panel, state.show_help, state.confirm_quit, state.browser.open = True, False, False, False
@@ -77,13 +77,13 @@ def ui(viewer):
     viewer.run_frames(3)
     state.show_panel = True
     viewer.run_frames(2)
-    assert not viewer._imgui_io().want_text_input
+    assert not viewer.imgui.io().want_text_input
     return viewer
 
 
 def _leave_text_fields(viewer):
     for _ in range(3):
-        if not viewer._imgui_io().want_text_input:
+        if not viewer.imgui.io().want_text_input:
             return
         viewer.window.dispatch_event("on_key_press", key.ESCAPE, 0)
         viewer.window.dispatch_event("on_key_release", key.ESCAPE, 0)
@@ -123,25 +123,25 @@ def test_escape_in_a_text_field_leaves_the_field_and_the_window_stays_open(ui):
     ui.state.open_sections = ("Model",)
     ui.run_frames(2)
     click_widget(ui, "model")
-    assert ui._imgui_io().want_text_input  # editing the path
+    assert ui.imgui.io().want_text_input  # editing the path
     _press(ui, key.ESCAPE)
     assert not ui.closed and not ui.window.has_exit
-    assert not ui._imgui_io().want_text_input  # Escape left the field
+    assert not ui.imgui.io().want_text_input  # Escape left the field
     _press(ui, key.ESCAPE)  # and with nothing to leave, it still does not quit
     assert not ui.closed and not ui.window.has_exit
 
 
 def _running_job(viewer):
-    from app.training_job import TrainingJob
+    from app.jobs.training import TrainingJob
 
     def work(progress, stop):
         stop.wait(30)
         return None
 
-    viewer.training_job = TrainingJob(work)
-    viewer.training_job.start()
+    viewer.training.job = TrainingJob(work)
+    viewer.training.job.start()
     viewer.state.train.running = True
-    return viewer.training_job
+    return viewer.training.job
 
 
 def test_closing_or_quitting_while_training_asks_first(ui):
@@ -167,7 +167,7 @@ def test_resume_without_a_checkpoint_fails_at_once(ui, tmp_path):
     train.out, train.resume_path = str(tmp_path / "model.safetensors"), ""
     ui.state.request("start_training", {"resume": True})
     ui.run_frames(1)
-    assert ui.training_job is None and not train.running
+    assert ui.training.job is None and not train.running
     assert "nothing to resume" in train.error and "model.resume.safetensors" in train.error
     assert train.status == "" and train.progress == 0.0 and train.eta_s is None
 
@@ -178,14 +178,14 @@ def test_an_output_that_cannot_be_written_fails_at_once(ui, tmp_path):
     train.out = str(tmp_path / "a_file" / "model.safetensors")
     ui.state.request("start_training", {"resume": False})
     ui.run_frames(1)
-    assert ui.training_job is None and "Save to" in train.error and "is a file, not a folder" in train.error
+    assert ui.training.job is None and "Save to" in train.error and "is a file, not a folder" in train.error
 
 
 def _finish_job(viewer, limit=200):
     for _ in range(limit):
-        if viewer.training_job is None:
+        if viewer.training.job is None:
             return
-        viewer.training_job.join(0.5)
+        viewer.training.job.join(0.5)
         viewer.run_frames(1)
     raise AssertionError("the training job did not end")
 
@@ -195,7 +195,7 @@ def test_stop_works_while_the_data_loads_and_clears_the_progress_lines(ui, tmp_p
     train.bvh_dir, train.out = str(bvh_dir), str(tmp_path / "model.safetensors")
     ui.state.request("start_training", {"resume": False})
     ui.run_frames(1)
-    job = ui.training_job
+    job = ui.training.job
     assert job is not None and train.running
     for _ in range(400):  # until the first file has been read
         ui.run_frames(1)
@@ -332,7 +332,7 @@ def test_loss_plot_limits_hold_both_curves_whatever_the_form_says():
 
 @pytest.mark.parametrize("option, name", [("--bvh", "missing.bvh"), ("--model", "bad.safetensors")])
 def test_headless_with_a_bad_file_fails_with_a_clear_message(tmp_path, capsys, viewer, option, name):
-    from app.main import main
+    from app.cli import main
 
     target = tmp_path / name
     if name.startswith("bad"):
@@ -513,7 +513,7 @@ def test_video_frames_follow_real_time(tmp_path):
 def test_headless_video_from_the_command_line(tmp_path, viewer):
     import imageio.v3 as iio
 
-    from app.main import main
+    from app.cli import main
 
     out = tmp_path / "run.mp4"
     assert main(["--headless", "--model", "", "--frames", "12", "--width", "160", "--height", "120",
@@ -530,7 +530,7 @@ def _all_key_symbols():
 
 
 def test_every_key_does_what_the_table_says_and_nothing_else_does_anything(folders, monkeypatch):
-    from app.main import Viewer
+    from app.viewer import Viewer
 
     monkeypatch.setenv("PFNN_VIEWER_HOME", str(folders["work"]))
     monkeypatch.setenv("PFNN_VIEWER_CONFIG", str(folders["config"]))
@@ -552,9 +552,12 @@ def test_every_key_does_what_the_table_says_and_nothing_else_does_anything(folde
         viewer.close()
 
 
-def test_every_control_in_the_help_has_a_handler_and_every_handler_is_in_the_help(viewer):
+def test_every_control_in_the_help_has_a_handler_and_every_other_handler_is_a_panel_request(viewer):
+    from app.actions import PANEL_REQUESTS
+
     pressed = {c.action for c in keys.CONTROLS if not c.held and c.action not in keys.TEXT_FIELD_ACTIONS}
-    assert pressed == set(viewer.actions)
+    # one table for keys and panel: the press actions of the help and the declared panel requests, no name in both
+    assert pressed | set(PANEL_REQUESTS) == set(viewer.actions) and not pressed & set(PANEL_REQUESTS)
     rows = [row for _, section_rows in keys.help_sections() for row in section_rows]
     assert len(rows) == len(keys.CONTROLS)
     for c, (keys_text, mouse_text, pad_text, description) in zip(keys.CONTROLS, rows):
@@ -566,6 +569,19 @@ def test_every_control_in_the_help_has_a_handler_and_every_handler_is_in_the_hel
                     "camera_turn", "camera_zoom", "camera_fly"}
     assert keys.mouse_drag_action(mouse.LEFT) == "camera_turn" and keys.action_for_button("start") == "toggle_pause"
 
+
+
+def test_the_panels_requests_run_through_the_action_table(ui):
+    ui.state.request("toggle_pause")  # what the Time section's Pause button asks for
+    ui.run_frames(1)
+    assert ui.state.transport.paused
+    ui.state.request("camera_orbit")  # the View section's camera selector
+    ui.run_frames(1)
+    assert ui.camera.mode == "orbit"
+    ui.state.request("no_such_action")  # a name nothing handles is said, and the viewer runs on
+    ui.run_frames(1)
+    assert "no_such_action" in ui.state.messages[-1] and not ui.closed
+    ui.state.transport.paused = False
 
 def test_f1_shows_the_help_overlay_and_m_cycles_the_view_mode(ui):
     ui.state.show_panel = False
@@ -659,4 +675,4 @@ def test_enter_in_a_path_field_presses_its_button_and_leaves_the_field(ui, tmp_p
     _type(ui, str(tmp_path / "none.safetensors"))
     _press(ui, key.RETURN, frames=3)
     assert "none.safetensors" in ui.state.model.error  # Load was pressed
-    assert not ui._imgui_io().want_text_input
+    assert not ui.imgui.io().want_text_input

@@ -116,6 +116,10 @@ class PlaybackSource:
     def label(self) -> str:
         return f"Playback: {self.clip.name}"
 
+    @property
+    def gait(self) -> str:
+        return "playback"
+
     def step(self, command, dt: float) -> None:
         if not self.playing:
             return

@@ -77,6 +77,11 @@ class PuppetSource:
     timings: dict = field(default_factory=dict)
     label: str = "Stand-in character (no model loaded)"
 
+    @property
+    def gait(self) -> None:
+        """No gait of its own: the HUD names it from the speed."""
+        return None
+
     def reset(self) -> None:
         self.root_pos, self.velocity, self.facing = np.zeros(3), np.zeros(2), np.array([0.0, 1.0])
         self.phase, self.past = 0.0, []

@@ -1,11 +1,31 @@
 """The heads-up display, top left: what drives the character, its phase dial, speed, gait and style, the
 frame rate and the transport; bottom left the help hint."""
 
+import numpy as np
 from imgui_bundle import imgui
 
 from app.input import keys
 from app.render.overlays import phase_dial_outline
 from app.ui.theme import DIAL_RING_COLOUR, DIM_COLOUR, ERROR_COLOUR, HIGHLIGHT_COLOUR
+from pfnn_core.features.contract import GAIT_NAMES, gait_from_speed
+
+HUD_SPEED_TICKS = 30  # the speed shown: distance over the last 0.5 s of the root path (60 Hz ticks)
+
+
+def hud_values(frame, gait: str | None, style: str, tick_dt: float) -> dict:
+    """What the HUD shows of the followed character's frame: phase, speed (mean over about one step, not
+    the wobble within it), gait (the source's own, else the one the feature contract's soft labels
+    weigh most at that speed) and style."""
+    past = frame.traj_past_pos
+    speed = 0.0
+    if past is not None and len(past) > HUD_SPEED_TICKS:
+        speed = float(np.linalg.norm((past[-1] - past[-1 - HUD_SPEED_TICKS])[[0, 2]]) / (HUD_SPEED_TICKS * tick_dt))
+    return {"phase": float(frame.phase), "speed": speed, "gait": gait or gait_of_speed(speed), "style": style}
+
+
+def gait_of_speed(speed: float) -> str:
+    """'stand', 'walk' or 'run': the gait label `gait_from_speed` gives most weight at this ground speed."""
+    return GAIT_NAMES[int(np.argmax(gait_from_speed(np.asarray(float(speed)))))]
 
 
 def phase_dial(phase: float, radius: float = 26.0) -> None:

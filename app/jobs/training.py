@@ -22,7 +22,7 @@ class StoppedEarly(Exception):
 
 
 def training_config(form, resume: bool, work_dir):
-    """`pfnn_core.training.config.TrainConfig` from the Train panel (`ui.TrainPanel`), paths resolved against the
+    """`pfnn_core.training.config.TrainConfig` from the Train panel (`app.ui.state.TrainPanel`), paths resolved against the
     work folder; one torch thread so the viewer keeps its frame rate. Raises ValueError saying what is
     wrong with the form (no BVH files, an output that cannot be written, no resume file)."""
     from pfnn_core.data.dataset import bvh_paths

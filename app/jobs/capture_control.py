@@ -1,0 +1,101 @@
+"""The captures the viewer takes, started and stopped from the keys or the panel: the BVH recording of
+the live character (a frame per tick, cut back when the simulation steps back), a video of the window
+(a frame per rendered frame, by real time) and screenshots. What each saved, or the error naming the
+file, goes into the Record and Capture sections; nothing here stops the viewer."""
+
+from app.jobs.capture import VideoRecorder, capture_name, save_png
+from app.jobs.recorder import Recorder
+from app.ui.messages import failure_message
+
+
+class CaptureControl:
+    def __init__(self, state):
+        self.state = state  # the `ViewerState` whose Record and Capture sections show the outcome
+        self.recorder: Recorder | None = None
+        self.video: VideoRecorder | None = None
+
+    # ---- BVH recording ---------------------------------------------------------------------------
+    def start_recording(self, live_source) -> None:
+        record = self.state.record
+        try:
+            self.recorder = Recorder.for_source(live_source)
+        except Exception as error:
+            record.error = str(error)
+            return
+        record.recording, record.frames, record.error, record.message = True, 0, "", ""
+
+    def stop_recording(self) -> None:
+        record = self.state.record
+        record.recording = False
+        if self.recorder is None:
+            return
+        path = self.state.resolve(record.path or "recordings/recording.bvh")
+        try:
+            path = self.recorder.save(path)
+            record.message = f"Saved {self.recorder.frame_count} frames to {path}"
+        except Exception as error:
+            record.error = failure_message("save", path, error)
+        self.recorder = None
+
+    def record_tick(self, live_source) -> None:
+        """Keep the followed character's pose of this tick (while recording)."""
+        if self.recorder is not None:
+            self.recorder.capture(live_source)
+            self.state.record.frames = self.recorder.frame_count
+
+    @property
+    def recorded_frames(self) -> int | None:
+        """Frames recorded so far (None when not recording): part of each tick's snapshot."""
+        return self.recorder.frame_count if self.recorder is not None else None
+
+    def rewind_recording(self, frames: int | None) -> None:
+        """The simulation stepped back to a tick when `frames` had been recorded: forget the later ones."""
+        if self.recorder is not None and frames is not None:
+            self.recorder.truncate(frames)
+            self.state.record.frames = self.recorder.frame_count
+
+    # ---- screenshots and video -------------------------------------------------------------------
+    def capture_path(self, kind: str):
+        return self.state.resolve(self.state.capture.folder or "captures") / capture_name(kind)
+
+    def take_screenshot(self, read_pixels, path=None):
+        """Save what the window shows now (`read_pixels()`: this frame's scene and panel) as a PNG."""
+        capture = self.state.capture
+        path = path or self.capture_path("png")
+        try:
+            save_png(read_pixels(), path)
+        except Exception as error:
+            capture.error = failure_message("save", path, error)
+            return None
+        capture.message, capture.error = f"Saved {path}", ""
+        return path
+
+    def start_video(self, path=None) -> None:
+        capture = self.state.capture
+        if self.video is not None:
+            return
+        path = path or self.capture_path("mp4")
+        try:
+            self.video = VideoRecorder(path)
+        except Exception as error:
+            capture.error = failure_message("record", path, error)
+            return
+        capture.video_recording, capture.video_frames, capture.error = True, 0, ""
+        capture.message = f"Recording {path}"
+
+    def add_video_frame(self, pixels, real_dt: float) -> None:
+        """What the window showed for `real_dt` seconds (while recording a video)."""
+        if self.video is not None:
+            self.state.capture.video_frames += self.video.add(pixels, real_dt)
+
+    def stop_video(self) -> None:
+        capture = self.state.capture
+        video, self.video = self.video, None
+        capture.video_recording = False
+        if video is None:
+            return
+        try:
+            path = video.close()
+            capture.message = f"Saved {video.frames_written} frames ({video.frames_written / video.fps:.1f} s) to {path}"
+        except Exception as error:
+            capture.error = failure_message("save", video.path, error)

@@ -1,0 +1,51 @@
+"""Opening what the panel, the command line or a finished training run names: a checkpoint for the live
+character, a BVH file for playback. A file that cannot be used changes nothing but the error shown in
+its section (the path said once, `app.ui.messages`), so the viewer keeps running what runs."""
+
+from app.sources.live import LiveSource
+from app.sources.playback import PlaybackSource, load_clip
+from app.ui.messages import failure_message
+from app.ui.sections.style import style_panel_for
+from pfnn_core.runtime.settings import RuntimeSettings
+
+
+def load_live(state, live_source, path, crowd: int) -> LiveSource | None:
+    """The live source running the checkpoint at `path` (the running one with its model hot-swapped, or a
+    new one), with the Model and Style sections and the defaults of Tune set for it; None (and why in
+    the Model section) when the file cannot be run."""
+    text = str(path).strip()
+    try:
+        if not text:
+            raise ValueError("no checkpoint path given")
+        path = str(state.resolve(text))
+        if isinstance(live_source, LiveSource):
+            live_source.swap_model(path)
+            live = live_source
+        else:
+            live = LiveSource.from_checkpoint(path, state.settings, crowd)
+        summary = live.summary()
+    except Exception as error:  # any bad file: keep running what runs
+        state.model.error = failure_message("load", text and state.resolve(text), error)
+        return None
+    state.model_defaults = RuntimeSettings.for_model(live.checkpoint.card)
+    state.model.error, state.model.path, state.model.summary = "", path, summary
+    state.style = style_panel_for(live.style_names, live.checkpoint.meta)
+    return live
+
+
+def open_playback(state, path) -> PlaybackSource | None:
+    """A playback source for the BVH file at `path`, with the Playback section set for it; None (and why
+    in that section) when the file cannot be shown."""
+    text = str(path).strip()
+    try:
+        if not text:
+            raise ValueError("no BVH path given")
+        path = str(state.resolve(text))
+        clip = load_clip(path)
+    except Exception as error:  # parse errors, missing files, skeletons we cannot show
+        state.playback.error = failure_message("open", text and state.resolve(text), error)
+        return None
+    playback = state.playback
+    playback.error, playback.active, playback.clip_name = "", True, clip.name
+    playback.path, playback.time, playback.duration, playback.playing = path, 0.0, clip.duration, True
+    return PlaybackSource(clip)
