@@ -130,3 +130,13 @@ def test_a_random_weight_model_fails_the_evaluations_body_targets(tmp_path, trai
     evaluation = cli.evaluate(path, tmp_path / "eval", quick=True, drives=["walk_start", "run"], bvh_dir=BVH)
     network = [row for row in evaluation["rows"] if row.subject == "network" and row.passed is not None]
     assert network and sum(row.passed for row in network) < len(network) / 2
+
+
+@pytest.mark.slow
+def test_a_time_limit_ends_the_stages_early_and_says_so(tmp_path):
+    config = _tiny(tmp_path, vae_epochs=3, policy_epochs=2, max_minutes=1e-4)
+    result = train(config)
+    assert not result.stopped and result.out_path.exists()
+    training = load_checkpoint(result.out_path).card.training
+    assert training["batches"] == 10  # one VAE epoch, then no time left for more
+    assert len(training["time_limits"]) == 2 and "vae stage ended after epoch 1" in training["time_limits"][0]

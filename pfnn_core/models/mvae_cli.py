@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import threading
 from dataclasses import fields
@@ -41,10 +42,21 @@ def main(argv=None) -> int:
                   f"val {info['val_loss']:.4f} active {info['active_dimensions']} wall {info['wall_s']:.0f} s",
                   file=sys.stderr, flush=True)
 
+    def on_interrupt(signum, frame) -> None:  # the first Ctrl+C (or SIGTERM) stops after the batch, resumable
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print("mvae-train: stopping after this batch (Ctrl+C again to abort without saving)", file=sys.stderr)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_interrupt)
     try:
         result = train(config, progress=progress, stop=stop)
     except KeyboardInterrupt:
-        print("mvae-train: interrupted; the last resumable checkpoint is kept", file=sys.stderr)
+        print("mvae-train: aborted; the last resumable checkpoint is kept", file=sys.stderr)
+        return 130
+    if result.stopped:
+        print(f"mvae-train: stopped; resume with --resume {result.resume_path}", file=sys.stderr)
         return 130
     print(f"mvae-train: {result.epochs_completed} epochs in {result.wall_s:.0f} s; model {result.out_path}",
           file=sys.stderr)

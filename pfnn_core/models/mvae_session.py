@@ -81,6 +81,7 @@ class Session:
         self.latent_scale = np.ones(config.latent_size, np.float32)
         self.last_save = time.perf_counter()
         self.batches_done = 0
+        self.time_limits: list[str] = []  # stages ended early to fit `max_minutes`
 
     def _windows(self, data, train_rows, val_rows) -> None:
         """Start positions of the training and held-out windows of each stage (whole clips on one side)."""
@@ -168,7 +169,8 @@ class Session:
         last = {stage: {term: values[-1] for term, values in terms.items() if values}
                 for stage, terms in self.history["val"].items()}
         return {"config": dataclasses.asdict(self.config), "epochs_completed": self.epoch, "epochs": self.config.epochs,
-                "wall_s": round(wall, 1), "batches": self.batches_done, "val_losses": last}
+                "wall_s": round(wall, 1), "batches": self.batches_done, "val_losses": last,
+                "time_limits": list(self.time_limits)}
 
     def save_model(self, wall: float) -> Path:
         meta = {**self.meta, "training": self.training_meta(wall), "mvae": self.mvae_meta()}
@@ -205,6 +207,7 @@ class Session:
         self.epoch, self.batch, self.sums = int(resume["epoch"]), int(resume["batch"]), dict(resume["sums"])
         self.first_epoch, self.wall_before = self.epoch, float(resume["wall_s"])
         self.batches_done = int(resume.get("batches_done", 0))
+        self.time_limits = list((checkpoint.card.training or {}).get("time_limits") or [])
         self.history = extra["loss_history"]
         self.kl_per_dim = np.asarray(extra["kl_per_dim"])
         self.latent_scale = checkpoint.tensors["latent.scale"].numpy()

@@ -64,7 +64,7 @@ class MVAETrainConfig:
     seed: int = 0
     threads: int = 1
     save_every_s: float = 300.0   # resumable checkpoint at least this often
-    max_minutes: float = 0.0      # > 0: end the VAE stage early so both stages fit (the policy keeps its share)
+    max_minutes: float = 0.0      # > 0: end a stage early to fit (the VAE stage keeps the policy's epochs)
     resume: str | None = None
     mirror: bool = True
     labels: str | None = None
@@ -123,8 +123,13 @@ def train(config, progress: Callable[[dict], None] | None = None, stop: threadin
     started = time.perf_counter() - session.wall_before
     while session.epoch < config.epochs:
         stage = "vae" if session.epoch < config.vae_epochs else "policy"
-        if stage == "vae" and config.max_minutes > 0 and _vae_out_of_time(session, config, started):
-            log.warning("mvae: VAE stage ended at epoch %d to fit %.0f minutes", session.epoch, config.max_minutes)
+        reserve = config.policy_epochs if stage == "vae" else 0
+        if session.batch == 0 and _out_of_time(session, config, started, reserve):
+            note = f"{stage} stage ended after epoch {session.epoch} of {config.epochs} to fit {config.max_minutes:g} min"
+            log.warning("mvae: %s", note)
+            session.time_limits.append(note)
+            if stage == "policy":
+                break
             session.skip_to_policy()
             continue
         if not _run_epoch(session, stage, stop, started):
@@ -135,12 +140,14 @@ def train(config, progress: Callable[[dict], None] | None = None, stop: threadin
     return session.result(time.perf_counter() - started)
 
 
-def _vae_out_of_time(session: Session, config: MVAETrainConfig, started: float) -> bool:
-    """Whether one more VAE epoch would leave the policy less than its share of `max_minutes`."""
+def _out_of_time(session: Session, config: MVAETrainConfig, started: float, reserve_epochs: int) -> bool:
+    """With `max_minutes` set: whether one more epoch, and `reserve_epochs` after it, at the pace so far
+    would run past it (the VAE stage keeps the policy's epochs in reserve)."""
+    if config.max_minutes <= 0 or session.epoch == 0:
+        return False
     elapsed = time.perf_counter() - started
-    per_epoch = elapsed / max(session.epoch - session.first_epoch, 1) if session.epoch > session.first_epoch else 0.0
-    policy_share = config.policy_epochs / config.epochs * config.max_minutes * 60.0
-    return elapsed + per_epoch > config.max_minutes * 60.0 - policy_share
+    per_epoch = elapsed / session.epoch
+    return elapsed + per_epoch * (1 + reserve_epochs) > config.max_minutes * 60.0
 
 
 def _run_epoch(session: Session, stage: str, stop, started: float) -> bool:
