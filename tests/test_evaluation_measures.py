@@ -235,3 +235,16 @@ def test_the_mocaps_own_walks_keep_a_foot_down(bvh_dir):
     assert 0.9 < ref.speed["walk"] < 1.4  # m/s, the bundled normal walks
     hovering = clips[0].positions[:, ref.contact_joints] + [0.0, 0.05, 0.0]  # the same walk 5 cm up
     assert measures.both_feet_up(hovering, ref.floor).mean() > 0.99
+
+
+def test_near_floor_slide_is_the_speed_of_joints_low_over_the_floor():
+    floor, dt = np.zeros(2), 0.1
+    feet = np.zeros((3, 2, 3))
+    feet[:, 0, 0] = [0.0, 0.1, 0.2]  # joint 0 scrapes along the floor at 1 m/s, 3 cm up
+    feet[:, 0, 1] = 0.03
+    feet[:, 1, 0] = [0.0, 0.5, 1.0]  # joint 1 swings at 5 m/s, 10 cm up: not near the floor
+    feet[:, 1, 1] = 0.10
+    speed, near = measures.near_floor_slide(feet, floor, dt)
+    np.testing.assert_allclose(speed, [[1.0, 5.0], [1.0, 5.0]])
+    assert near.tolist() == [[True, False], [True, False]]
+    assert speed[near].mean() == pytest.approx(1.0)

@@ -45,6 +45,7 @@ STEADY_TAIL_S = 3.0
 BEFORE_CHANGE_S = 0.5
 STANDING_SPEED = 0.2                # m/s: slower than this before a start counts as standing
 MAX_AIRBORNE_EXCESS = 0.01          # both feet up: at most the mocap's share for the kind + 1 point
+MAX_NEAR_FLOOR_RATIO = 1.0          # x the mocap's near-floor slide for the same kind
 MIN_SPEED_REACHED = 0.9             # of the speed asked, in a steady side-step or backward walk
 WALKING_KINDS = ("walk", "back", "side")  # no flight phase
 START_LIFT_S = 1.0                  # s after a start from standing in which both feet must not leave the floor
@@ -162,11 +163,17 @@ def airborne_rows(record: DriveRecord, reference: MocapReference, feet, step_kin
     has no flight phase: lifting feet to hide sliding would show here)."""
     lift = measures.lowest_lift(feet, reference.floor)[1:]
     up = lift > measures.AIRBORNE_HEIGHT
+    speed, near = measures.near_floor_slide(feet, reference.floor, record.dt)
     rows = []
     for kind in WALKING_KINDS:
         frames = step_kinds == kind
         if not frames.any():
             continue
+        low = near & frames[:, None]
+        slide, mocap_slide = float(speed[low].mean()) if low.any() else 0.0, reference.near_floor_slide.get(kind, math.nan)
+        rows.append(Row(f"near-floor slide ({kind})", record.subject, record.drive.name, slide, "m/s",
+                        f"<= {MAX_NEAR_FLOOR_RATIO:g}x mocap", at_most(slide, MAX_NEAR_FLOOR_RATIO * mocap_slide), mocap_slide,
+                        f"mean speed of foot joints within {100 * measures.NEAR_FLOOR_BAND:.0f} cm of their floor level"))
         share, mocap = float(up[frames].mean()), reference.airborne_share.get(kind, math.nan)
         largest = float(lift[frames & up].max()) if (frames & up).any() else 0.0
         rows.append(Row(f"both feet up ({kind})", record.subject, record.drive.name, share, "share",

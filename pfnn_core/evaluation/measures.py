@@ -33,6 +33,7 @@ SINK_DEPTH = 0.02            # m below the floor level
 STILL_SPEED = 0.1            # m/s: a foot joint slower than this (horizontally and vertically) is still
 SETTLED_HOLD_S = 0.25        # s: feet must stay planted and still this long to count as settled
 AIRBORNE_HEIGHT = 0.02       # m: every contact joint higher than this above its floor level: both feet up
+NEAR_FLOOR_BAND = 0.05       # m: a foot joint this close to its floor level is near enough to scrape it
 
 
 def runs_at_least(mask: np.ndarray, frames: int) -> np.ndarray:
@@ -163,6 +164,18 @@ def both_feet_up(feet, floor, limit: float = AIRBORNE_HEIGHT) -> np.ndarray:
     """[T] bool: every contact joint more than `limit` above its floor level. A walk has no flight
     phase: the mocap's walks have both feet up in 0-1% of their frames."""
     return lowest_lift(feet, floor) > limit
+
+
+def near_floor_slide(feet, floor, dt: float, band: float = NEAR_FLOOR_BAND) -> tuple[np.ndarray, np.ndarray]:
+    """(speed [T-1, K] m/s, near [T-1, K] bool): each contact joint's horizontal speed per step and
+    whether it was within `band` of its floor level at both ends. The mean speed over the near steps is
+    how fast feet move low over the floor: a swinging foot dragged along it scores high, one lifted
+    clear of it or planted scores low (the skating measure's 2 cm band misses a foot scraping at 3 cm)."""
+    feet = np.asarray(feet, float)
+    height = feet[..., 1] - np.asarray(floor, float)
+    near = (height[1:] < band) & (height[:-1] < band)
+    speed = np.linalg.norm(np.diff(feet[..., [0, 2]], axis=0), axis=-1) / dt
+    return speed, near
 
 
 def sunk_feet(feet, floor, limit: float = SINK_DEPTH) -> np.ndarray:

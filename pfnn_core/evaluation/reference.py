@@ -148,6 +148,7 @@ class MocapReference:
     style_ground_share: dict       # (style, kind) -> the same, where `style_skating` has the pair
     fast_share: dict               # kind -> share of contact steps faster than 0.25 m/s
     airborne_share: dict           # kind -> share of frames with both feet up (`measures.both_feet_up`)
+    near_floor_slide: dict         # kind -> mean speed of foot joints within 5 cm of the floor (m/s)
     speed: dict                    # kind -> median ground speed of its clips (m/s)
     style_speed: dict              # (style, kind) -> the same over that style's clips
     pops_per_minute: float
@@ -205,7 +206,7 @@ def _by_kind(clips, contact_joints, floor) -> dict:
     """Skating, feet on the floor, fast contacts, both feet up and speed per kind of motion (and per
     style where a style has enough of a kind)."""
     out = {name: {} for name in ("skating", "fast_share", "style_skating", "ground_share", "style_ground_share",
-                                 "airborne_share", "speed", "style_speed")}
+                                 "airborne_share", "near_floor_slide", "speed", "style_speed")}
     for kind in KINDS:
         kind_clips = [c for c in clips if c.kind == kind]
         parts = [measures.foot_skating(c.positions[:, contact_joints], floor, c.dt) for c in kind_clips]
@@ -214,6 +215,10 @@ def _by_kind(clips, contact_joints, floor) -> dict:
         out["ground_share"][kind] = pooled.ground_share()
         up = [measures.both_feet_up(c.positions[:, contact_joints], floor) for c in kind_clips]
         out["airborne_share"][kind] = float(np.concatenate(up).mean()) if up else math.nan
+        slides = [measures.near_floor_slide(c.positions[:, contact_joints], floor, c.dt) for c in kind_clips]
+        near = np.concatenate([n.ravel() for _, n in slides]) if slides else np.zeros(0, bool)
+        speed = np.concatenate([v.ravel() for v, _ in slides]) if slides else np.zeros(0)
+        out["near_floor_slide"][kind] = float(speed[near].mean()) if near.any() else math.nan
         speeds = [_clip_speed(c) for c in kind_clips]
         out["speed"][kind] = float(np.median(speeds)) if speeds else math.nan
         for style in sorted({c.style for c in kind_clips}):

@@ -30,6 +30,7 @@ LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's lengt
 SWING_SPEEDS = (0.4, 1.0)  # m/s: a free foot the network moves this fast gets none ... all of the swing clearance
 HEEL_OFF_MAX_TURN = math.radians(35.0)  # the most a held toe's heel is turned up to keep its leg in reach
 SWING_LIFT_RATE = 0.3  # m/s: the swing lift rises and falls no faster than this (3 cm in 0.1 s)
+AIRBORNE_HEIGHT = 0.02  # m: a foot with a joint this close to its floor level stands on the floor
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
 
@@ -45,6 +46,7 @@ class FootRules(NamedTuple):
     snap_keep: float  # share of that gap kept per tick
     catch_up_height: float  # m: lift of a catch-up step; < 0: no catch-up steps (a pin is dragged instead)
     swing_clearance: float  # m: a free fast foot's toe is held this high above its floor level
+    one_foot_down: bool  # a foot is lifted (catch-up step, swing lift) only while the other foot holds a pin
     floor_on: bool  # contact joints kept at or above their floor levels
     has_floor: bool  # the floor levels are known
     ik_on: bool  # leg IK (and the reach rules) on
@@ -176,12 +178,15 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
     for s in range(foot_pos.shape[0]):
         foot = mat3.load3(foot_pos, s)
         if rules.locking:
+            step_height = rules.catch_up_height
+            if rules.one_foot_down and not before.stepping[b, s] and not _other_foot_down(b, s, rules, plan, inputs, locks):
+                step_height = -1.0  # the other foot is up: this one is dragged on its leash, it does not step
             pin = ik.update_lock(mat3.load3(before.target[b], s), before.weight[b, s], before.active[b, s],
                                  mat3.load3(before.offset[b], s), foot, inputs.contacts[b, s] > rules.threshold,
                                  rules.release_time, rules.dt, rules.release_distance,
                                  plan.floor_heights[s] if rules.has_floor else no_floor,
                                  rules.start_height, rules.snap_height, rules.snap_keep, before.stepping[b, s],
-                                 rules.catch_up_height)
+                                 step_height)
             mat3.store3(locks.target[b], s, pin.target)
             locks.weight[b, s], locks.active[b, s], locks.stepping[b, s] = pin.weight, pin.active, pin.stepping
             mat3.store3(locks.offset[b], s, pin.offset)
@@ -196,6 +201,26 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
     if rules.locking and rules.catch_up_height >= 0.0:
         _step_whole_feet(foot_pos, goals, pull, locks.target[b], locks.weight[b], locks.active[b], locks.offset[b],
                          locks.stepping[b])
+
+
+@njit
+def _other_foot_down(b, s, rules, plan, inputs, locks):
+    """Whether the other foot (of contact slot `s`) stands on the floor: not in a catch-up step, and
+    holding a pin or shown last tick with a joint within AIRBORNE_HEIGHT of its floor level. Its state
+    this tick when its slots come first (already updated), else last tick's, so two feet never start a
+    step at once."""
+    first = 2 if s < 2 else 0
+    state = locks if first < s else inputs.locks
+    if state.stepping[b, first] or state.stepping[b, first + 1]:
+        return False
+    if state.active[b, first] or state.active[b, first + 1]:
+        return True
+    if not rules.has_floor:
+        return True
+    lowest = np.inf
+    for other in (first, first + 1):
+        lowest = min(lowest, inputs.shown_before[b, plan.contact_joints[other], 1] - plan.floor_heights[other])
+    return lowest < AIRBORNE_HEIGHT
 
 
 @njit
@@ -233,14 +258,15 @@ def _heel_up_about_toe(ankle, toe, hip, longest):
 
 @njit
 def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settling, contact_joints, weight, offset,
-                  stepping, catch_up, heel_off):
+                  stepping, catch_up, heel_off, one_foot_down):
     """Pull a foot whose ankle goal is farther from its hip than `reach` x the leg's length toward the
     hip (horizontally, the goal's height kept), ankle and toe together, and let its held pins go (into
     a catch-up step when `catch_up`): a straight leg has no knee direction, and a foot left far behind
     is a stretched, popping leg. With `heel_off` (walking, not strafing) a foot whose toe is held turns
     its heel up about the toe instead (`_heel_up_about_toe`), the ankle's pin let go relative to the
     body: the walk's toe-off (else the trailing foot of a steady walk would leave the floor early, in a
-    catch-up step, at the end of nearly every stance)."""
+    catch-up step, at the end of nearly every stance). With `one_foot_down` a foot let go while the other
+    foot holds no pin is released without a catch-up step (no lift: the body would hover)."""
     for leg in range(legs.shape[0]):
         hip, knee, ankle = legs[leg, 0], legs[leg, 1], legs[leg, 2]
         slot = 2 * leg
@@ -264,6 +290,9 @@ def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settli
                 continue
         shrink = math.sqrt(max(longest * longest - dy * dy, 0.0)) / flat
         shift = (dx * (shrink - 1.0), 0.0, dz * (shrink - 1.0))
+        other = 2 - slot
+        other_holds = (active[other] and not stepping[other]) or (active[other + 1] and not stepping[other + 1])
+        steps = catch_up and (other_holds or not one_foot_down)
         for s in range(slot, slot + 2):
             moved = mat3.add(mat3.load3(goals, s), shift)
             mat3.store3(goals, s, moved)
@@ -271,14 +300,14 @@ def _within_reach(pos, legs, offsets, reach, goals, pull, target, active, settli
                 mat3.store3(target, s, moved)
             elif active[s]:  # let go: the foot rejoins the network's relative to the body (a catch-up step)
                 active[s], weight[s] = False, 1.0
-                stepping[s] = catch_up
+                stepping[s] = steps
                 mat3.store3(target, s, moved)
                 mat3.store3(offset, s, mat3.sub(moved, mat3.load3(pos, contact_joints[s])))
 
 
 @njit
 def _lift_swinging_feet(goals, pull, speed, contacts, threshold, floor_heights, clearance, lift_before, out_lift,
-                        dt):
+                        dt, stepping, one_foot_down):
     """Hold a swinging foot up. A free foot (no pin holding or fading on either joint, the network's
     contact outputs low) whose toe moves fast aims its lift at `clearance` x smoothstep over SWING_SPEEDS
     of the toe's speed (m/s); any other foot at 0. The lift (`lift_before` [2] -> `out_lift` [2], m)
@@ -288,17 +317,27 @@ def _lift_swinging_feet(goals, pull, speed, contacts, threshold, floor_heights, 
     (seconds of mocap per style) drag the swinging foot along the floor with its contact output off: a
     skating foot the pins never see. The mocap's own toes, moving 0.7-1.5 m/s in a walk, are at least
     1.6-1.9 cm up 95% of the time; its ankles are often at their floor level while fast (the heel strikes
-    and the foot rolls over it), so only the toe is held up."""
+    and the foot rolls over it), so only the toe is held up. With `one_foot_down` never both feet: a foot
+    aims at no lift while the other is in a catch-up step (`stepping` [4]), and when both would rise only
+    the faster one does (lifting both hovered the body: a walk has no flight phase)."""
     low, high = SWING_SPEEDS
     step = SWING_LIFT_RATE * dt
+    aims = np.zeros(2)
     for slot in range(0, goals.shape[0] - 1, 2):
         toe, foot = slot + 1, slot // 2
-        free = pull[slot] <= 0.0 and pull[toe] <= 0.0
-        aim = 0.0
-        if free:
+        if pull[slot] <= 0.0 and pull[toe] <= 0.0:  # free: no pin holding or fading on either joint
             swinging = 1.0 - mat3.smoothstep(2.0 * max(contacts[slot], contacts[toe]) / threshold - 1.0)
-            aim = swinging * clearance * mat3.smoothstep((speed[toe] - low) / (high - low))
-        lift = lift_before[foot] + min(max(aim - lift_before[foot], -step), step)
+            aims[foot] = swinging * clearance * mat3.smoothstep((speed[toe] - low) / (high - low))
+    if one_foot_down:
+        for foot in range(2):
+            other = 1 - foot
+            if stepping[2 * other] or stepping[2 * other + 1]:
+                aims[foot] = 0.0  # the other foot is in a catch-up step, off the floor
+            elif aims[foot] > 0.0 and aims[other] > 0.0 and speed[2 * foot + 1] < speed[2 * other + 1]:
+                aims[foot] = 0.0  # both would rise: the faster (swinging) one does, this one stands
+    for slot in range(0, goals.shape[0] - 1, 2):
+        toe, foot = slot + 1, slot // 2
+        lift = lift_before[foot] + min(max(aims[foot] - lift_before[foot], -step), step)
         out_lift[foot] = lift
         fading = (pull[slot] > 0.0 and pull[slot] < 1.0) or (pull[toe] > 0.0 and pull[toe] < 1.0)
         raise_by = floor_heights[toe] + lift - goals[toe, 1]
@@ -398,13 +437,13 @@ def _feet_kernel(rules, plan, inputs, out):
         if rules.has_floor:
             _lift_swinging_feet(goals, pull, speed, inputs.contacts[b], rules.threshold, plan.floor_heights,
                                 0.0 if inputs.settling[b] else rules.swing_clearance, inputs.swing_lift[b],
-                                out.swing_lift[b], rules.dt)
+                                out.swing_lift[b], rules.dt, locks.stepping[b], rules.one_foot_down)
         else:
             out.swing_lift[b, :] = 0.0
         if rules.ik_on:
             _within_reach(pos, plan.legs, plan.offsets, rules.reach, goals, pull, locks.target[b], locks.active[b],
                           inputs.settling[b], plan.contact_joints, locks.weight[b], locks.offset[b], locks.stepping[b],
-                          rules.catch_up_height >= 0.0, inputs.heel_off[b])
+                          rules.catch_up_height >= 0.0, inputs.heel_off[b], rules.one_foot_down)
         any_constrained = False
         for s in range(slots):
             if rules.floor_on and goals[s, 1] < plan.floor_heights[s]:
@@ -428,6 +467,7 @@ def foot_rules(settings, dt: float) -> FootRules:
         snap_keep=float(ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt))),
         catch_up_height=float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
         swing_clearance=float(settings.swing_clearance) if settings.ik_enabled else 0.0,
+        one_foot_down=bool(settings.one_foot_down),
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,
         step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height), dt=float(dt))
 

@@ -148,6 +148,10 @@ class RuntimeSettings:
     # settling step height, instead of being dragged along the floor (`ik.update_lock`).
     catch_up_steps: bool = _tunable(True, "Catch-up steps",
                                     "A pinned foot the body has left behind steps after it instead of sliding.")
+    # A walk has no flight phase: the runtime lifts a foot (a catch-up step, the swing lift) only while the
+    # other foot stands on the floor (`feet._other_foot_down`), so its rules never hover the body.
+    one_foot_down: bool = _tunable(True, "One foot down",
+                                   "Lift a foot (catch-up step, swing lift) only while the other foot is down.")
     # Lift of a free foot the network swings along the floor (m): `feet.SWING_SPEEDS`.
     swing_clearance: float = _tunable(0.03, "Swing clearance (m)",
                                       "Keep a fast-moving free foot this high above the floor (0 = off).",
@@ -192,6 +196,31 @@ class RuntimeSettings:
     variation: float = _tunable(0.0, "Variation (motion VAE)",
                                 "0 = the policy's latent (deterministic); up to 1 = sampled around it.",
                                 min=0.0, max=1.0, step=0.05)
+    # Motion matching (other kinds ignore these): seconds between searches for a better frame (a sharp
+    # change of the asked-for trajectory, or a clip running out, searches at once) [MM: 0.1 s].
+    matching_search_interval: float = _tunable(0.1, "Search interval (s, matching)",
+                                               "Motion matching: time between searches for a better frame.",
+                                               min=0.0, max=1.0, step=0.01)
+    # Half-life (s) of the inertialized transition: half of the jump between two frames is left after it.
+    matching_halflife: float = _tunable(0.1, "Transition half-life (s, matching)",
+                                        "Motion matching: how fast a switch to another frame blends in.",
+                                        min=0.01, max=1.0, step=0.01)
+    # Weight of each feature group in the search (each group normalised by its spread in the database) [MM].
+    matching_weight_foot_position: float = _tunable(0.75, "Weight: foot positions (matching)",
+                                                    "Motion matching: how much the feet's positions count.",
+                                                    min=0.0, max=5.0, step=0.05)
+    matching_weight_foot_velocity: float = _tunable(1.0, "Weight: foot velocities (matching)",
+                                                    "Motion matching: how much the feet's velocities count.",
+                                                    min=0.0, max=5.0, step=0.05)
+    matching_weight_hip_velocity: float = _tunable(1.0, "Weight: hip velocity (matching)",
+                                                   "Motion matching: how much the hips' velocity counts.",
+                                                   min=0.0, max=5.0, step=0.05)
+    matching_weight_trajectory_position: float = _tunable(1.0, "Weight: trajectory positions (matching)",
+                                                          "Motion matching: how much the future path counts.",
+                                                          min=0.0, max=5.0, step=0.05)
+    matching_weight_trajectory_facing: float = _tunable(1.5, "Weight: trajectory facings (matching)",
+                                                        "Motion matching: how much the future facings count.",
+                                                        min=0.0, max=5.0, step=0.05)
 
     def __post_init__(self) -> None:
         self._model_limits: dict[str, tuple[float, float]] = {}

@@ -92,12 +92,13 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                                  state.warp), settings.pose_smoothing, dt, settings.fit_rotations, model.plan)
     contacts = np.clip(out["contacts"], 0.0, 1.0)
     settling = settling_stage(state, ~pushed, trajectory, settings, model)
+    walking = trajectory.gait[:, :, 2].max(axis=1) < 0.5
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
                                 state.lock_stepping), settings,
                       model.floor_heights, dt, model.plan, settling, shown_before=state.world_joint_pos,
                       swing_lift=state.swing_lift,
-                      heel_off=(trajectory.gait[:, :, 2].max(axis=1) < 0.5) & ~commands.strafe)
+                      heel_off=walking & ~commands.strafe)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
