@@ -484,27 +484,48 @@ def test_a_walk_start_on_the_shipped_model_steps_instead_of_dragging_its_feet():
     assert before > 1.3 * 0.23 and now < 0.7 * before
 
 
+def _strafe(checkpoint, move, **settings_values):
+    """4 s of the shipped model strafing `move` (facing +Z) after 0.5 s standing: the contact joints."""
+    settings = dataclasses.replace(RuntimeSettings.for_model(checkpoint.card), **settings_values)
+    character, feet = Character(checkpoint, settings), []
+    for tick in range(270):
+        command = command_from_world_move(move if tick >= 30 else [0.0, 0.0], False, settings, facing=[0.0, 1.0])
+        feet.append(character.tick(command, DT).world_joint_pos[0, character.model.contact_joints].copy())
+    return np.array(feet), character.model.floor_heights
+
+
 @shipped
+@pytest.mark.slow
 @pytest.mark.parametrize("move", [(1.0, 0.0), (0.0, -1.0)], ids=["side-steps", "backwards"])
 def test_side_steps_and_backward_walks_on_the_shipped_model_lift_their_swinging_feet(move):
     """The network's side-steps and backward walks (seconds of mocap per style) drag the swinging foot
     along the floor with its contact output off, where no pin can hold it: 4 s of either skated at
     ~0.37 m/s (the evaluation's measure against the capture's floor), over 1.3x the mocap's side-steps
-    (0.15) and backward walks (0.20). Holding the swinging toe `swing_clearance` up brings both under it."""
+    (0.15) and backward walks (0.20). Holding the swinging toe `swing_clearance` up, both feet at once if
+    need be (`one_foot_down` off), brings both under it."""
     checkpoint = load_checkpoint(DEFAULT_MODEL)
 
     def skating(clearance):
-        settings = RuntimeSettings.for_model(checkpoint.card)
-        settings.swing_clearance = clearance
-        character, feet = Character(checkpoint, settings), []
-        for tick in range(270):
-            command = command_from_world_move(move if tick >= 30 else [0.0, 0.0], False, settings, facing=[0.0, 1.0])
-            feet.append(character.tick(command, DT).world_joint_pos[0, character.model.contact_joints].copy())
-        return measures.foot_skating(np.array(feet)[90::2], character.model.floor_heights, 2 * DT).mean()
+        feet, floor = _strafe(checkpoint, move, swing_clearance=clearance, one_foot_down=False)
+        return measures.foot_skating(feet[90::2], floor, 2 * DT).mean()
 
     mocap = 0.15 if move[0] else 0.20
     assert skating(0.0) > 1.3 * mocap
     assert skating(0.03) < 1.3 * mocap
+
+
+@shipped
+@pytest.mark.slow
+def test_one_foot_down_keeps_side_steps_from_hovering():
+    """Lifting swinging feet and taking catch-up steps whatever the other foot does took both feet off the
+    floor (every contact joint more than 2 cm up) in a share of the side-steps' frames; the mocap's own
+    side-steps: none. With `one_foot_down` a foot rises only while the other stands."""
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+    shares = {}
+    for on in (False, True):
+        feet, floor = _strafe(checkpoint, (1.0, 0.0), one_foot_down=on)
+        shares[on] = measures.both_feet_up(feet[60:], floor).mean()
+    assert shares[False] > 0.02 and shares[True] <= 0.01
 
 
 @shipped
