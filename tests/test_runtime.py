@@ -534,11 +534,13 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
     """At the end of a stance the pinned trailing foot runs out of the leg's reach: the whole foot used to
     leave the floor early in a catch-up step, at nearly every step (normal 3.5, feminine 7 joint releases
     into catch-up steps per second). Now the heel turns up about the held toe (a toe-off): no catch-up
-    steps in a steady walk, and the feet are down longer."""
+    steps in a steady walk, and the feet are down longer. (`one_foot_down` off: it would hold back some of
+    those catch-up steps itself, hiding what the toe-off does.)"""
     checkpoint = load_checkpoint(DEFAULT_MODEL)
 
     def walk(heel_off):
         settings = RuntimeSettings.for_model(checkpoint.card)
+        settings.one_foot_down = False
         character = Character(checkpoint, settings)
         character.set_style(style)
         settings.apply_style(checkpoint.card, character.state.style[0])
