@@ -15,9 +15,10 @@ from pfnn_core.math.quat import (
 from pfnn_core.motion.kinematics import forward_kinematics
 from pfnn_core.motion.root import body_frames
 from pfnn_core.runtime import settle
-from pfnn_core.runtime.feet import SWING_LIFT_RATE, Settling, place_feet
+from pfnn_core.runtime.feet import Settling, place_feet
 from pfnn_core.runtime.ik import SOFT_REACH, FootLocks, leg_chains
 from pfnn_core.runtime.pose import fit_rotations_to_positions, forward_kinematics_global, pose_from_prediction, skeleton_plan
+from pfnn_core.runtime.reach import SWING_LIFT_RATE
 from pfnn_core.runtime.settings import RuntimeSettings
 
 HIPS = 1
@@ -325,7 +326,7 @@ def test_a_trailing_foot_out_of_reach_turns_its_heel_up_about_the_held_toe():
     """Hip 0.85 m up, leg reach 0.87 m; toe pinned 0.40 m behind, the flat foot's ankle 0.15 m further
     back: out of reach (0.95 m). The heel turns up about the toe by the least angle that brings the ankle within
     reach (the foot's length kept); when that takes more than HEEL_OFF_MAX_TURN, no turn is offered."""
-    from pfnn_core.runtime.feet import HEEL_OFF_MAX_TURN, _heel_up_about_toe
+    from pfnn_core.runtime.reach import HEEL_OFF_MAX_TURN, _heel_up_about_toe
 
     hip, toe, ankle = np.array([0.0, 0.85, 0.0]), np.array([0.0, 0.04, -0.40]), np.array([0.0, 0.08, -0.55])
     foot = np.linalg.norm(ankle - toe)

@@ -16,7 +16,7 @@ from pathlib import Path
 # Modules (under pfnn_core/) whose functions are compiled, or are inlined into compiled code.
 KERNEL_MODULES = (
     "math/quat.py", "math/mat3.py", "models/base.py", "runtime/feet.py", "runtime/guards.py", "runtime/ik.py",
-    "runtime/pose.py", "runtime/root_motion.py", "runtime/settle.py", "runtime/trajectory.py",
+    "runtime/pose.py", "runtime/reach.py", "runtime/root_motion.py", "runtime/settle.py", "runtime/trajectory.py",
 )
 
 

@@ -76,13 +76,15 @@ class RuntimeSettings:
                                         "Time for the commanded facing to close half the angle to the desired facing.",
                                         min=0.02, max=2.0, step=0.01)
     # Blend exponent of future positions, network -> command: w(t) = 1 - (1 - t)^bias [PFNN: 0.5].
-    bias_pos: float = _tunable(0.5, "Blend bias: position", "Larger = future positions follow the command sooner (less of the network).",
+    bias_pos: float = _tunable(0.5, "Blend bias: position",
+                               "Larger = future positions follow the command sooner (less of the network).",
                                min=0.05, max=5.0, step=0.05)
     # Same while strafing [PFNN: 1.0].
     bias_pos_strafe: float = _tunable(1.0, "Blend bias: position (strafe)", "Position blend exponent while strafing.",
                                       min=0.05, max=5.0, step=0.05)
     # Blend exponent of future facings, network -> command [PFNN: 2.0].
-    bias_dir: float = _tunable(2.0, "Blend bias: facing", "Larger = future facings follow the command sooner (less of the network).",
+    bias_dir: float = _tunable(2.0, "Blend bias: facing",
+                               "Larger = future facings follow the command sooner (less of the network).",
                                min=0.05, max=5.0, step=0.05)
     # Same while strafing [PFNN: 0.5].
     bias_dir_strafe: float = _tunable(0.5, "Blend bias: facing (strafe)", "Facing blend exponent while strafing.",
@@ -152,7 +154,7 @@ class RuntimeSettings:
     # other foot stands on the floor (`feet._other_foot_down`), so its rules never hover the body.
     one_foot_down: bool = _tunable(True, "One foot down",
                                    "Lift a foot (catch-up step, swing lift) only while the other foot is down.")
-    # Lift of a free foot the network swings along the floor (m): `feet.SWING_SPEEDS`.
+    # Lift of a free foot the network swings along the floor (m): `reach.SWING_SPEEDS`.
     swing_clearance: float = _tunable(0.03, "Swing clearance (m)",
                                       "Keep a fast-moving free foot this high above the floor (0 = off).",
                                       min=0.0, max=0.1, step=0.005)
