@@ -10,9 +10,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from pfnn_core.models.checkpoint import CheckpointError
+from pfnn_core.models.checkpoint import CheckpointError, save_checkpoint
 from pfnn_core.models.pfnn import PFNN, ModelConfig
-from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.registry import load_checkpoint
 
 IN, OUT = 10, 6
@@ -32,7 +31,8 @@ def make_norm():
     return (rng.normal(size=IN), rng.random(IN) + 0.5, rng.normal(size=OUT), rng.random(OUT) + 0.5)
 
 
-META = {"skeleton": {"names": ["Hips", "Spine"], "parents": [-1, 0], "offsets": [[0.0, 1.0, 0.0], [0.0, 0.2, 0.0]]}, "stride": {"walk": 1.3},
+META = {"skeleton": {"names": ["Hips", "Spine"], "parents": [-1, 0], "offsets": [[0.0, 1.0, 0.0], [0.0, 0.2, 0.0]]},
+        "stride": {"walk": 1.3},
         "training": {"epochs": 3, "seed": 7}}
 LAYOUT = None  # the real FeatureLayout round trip is covered in test_train.py
 

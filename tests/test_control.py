@@ -118,7 +118,8 @@ def _motion(settings, predicted_local, predicted_yaw_rate, command_velocity, com
 
 
 def test_bare_root_motion_is_the_networks_prediction():
-    settings = RuntimeSettings.bare_network(ModelCard.from_meta({"skeleton": {"names": ["Hips"], "parents": [-1], "offsets": [[0.0, 1.0, 0.0]]}}))
+    skeleton = {"names": ["Hips"], "parents": [-1], "offsets": [[0.0, 1.0, 0.0]]}
+    settings = RuntimeSettings.bare_network(ModelCard.from_meta({"skeleton": skeleton}))
     motion = _motion(settings, [0.2, 1.1], 0.4, [0.0, 0.0], 0.0)  # command zero: no standing scale either
     c, s = np.cos(0.3), np.sin(0.3)
     world = np.array([c * 0.2 + s * 1.1, -s * 0.2 + c * 1.1])  # root frame turned by the yaw (+Z toward +X)

@@ -24,7 +24,8 @@ def test_drive_writes_a_bvh_the_loader_reads_back_and_the_exact_log(random_check
     assert result.joint_positions.shape == (ticks, 22, 3)
     with open(tmp_path / "log.csv", newline="") as stream:
         rows = list(csv.reader(stream))
-    assert rows[0] == "t,cmd_vx,cmd_vz,cmd_face_x,cmd_face_z,root_x,root_z,root_yaw,phase,contact_left,contact_right,tick_ms,infer_ms,style".split(",")
+    assert rows[0] == ("t,cmd_vx,cmd_vz,cmd_face_x,cmd_face_z,root_x,root_z,root_yaw,phase,contact_left,contact_right,"
+                       "tick_ms,infer_ms,style").split(",")
     assert tuple(rows[0][:-1]) == LOG_COLUMNS and len(rows) == ticks + 1
     assert {row[-1] for row in rows[1:]} == {""}  # a model without styles has no style name
     table = np.array([row[:-1] for row in rows[1:]], dtype=float)

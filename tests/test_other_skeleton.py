@@ -167,7 +167,8 @@ def test_files_load_back_in_metres_at_their_rate_with_the_source_positions(skele
     spec = SKELETONS[kind]
     path = sorted(skeleton_sets[kind].glob("*walk_normal_001.bvh"))[0]
     motion = bvh.load(path)
-    assert motion.names == [name for name in spec["mapping"] if name in motion.names] and len(motion.names) == len(spec["mapping"])
+    assert motion.names == [name for name in spec["mapping"] if name in motion.names]
+    assert len(motion.names) == len(spec["mapping"])
     assert motion.scale == spec["unit_m"]  # detected from the skeleton's size
     assert motion.fps == pytest.approx(spec["fps"], rel=0.01)
     assert motion.channels[0] == spec["root_channels"] and motion.channels[1] == spec["joint_channels"]

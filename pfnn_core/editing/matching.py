@@ -91,7 +91,8 @@ def match_joins(edit: EditList, clips: list[PreparedClip], frames: list[tuple[in
         out_clip, in_clip = clips[index], clips[index + 1]
         out_first, out_last = frames[index]
         in_first, in_last = frames[index + 1]
-        out_candidates = np.arange(max(out_last - window, out_first + shortest), min(out_last + window, out_clip.num_frames - 1) + 1)
+        out_candidates = np.arange(max(out_last - window, out_first + shortest),
+                                   min(out_last + window, out_clip.num_frames - 1) + 1)
         in_candidates = np.arange(max(in_first - window, 0), min(in_first + window, in_last - shortest) + 1)
         if len(out_candidates) == 0:
             out_candidates = np.array([out_last])

@@ -80,7 +80,8 @@ class EditResult:
         for index, piece in enumerate(self.pieces):
             source = self.edit.pieces[index]
             lines.append(f"{index:>5}  {piece.start:6.2f}  {piece.end:6.2f}  {source.speed:5.2f}  "
-                         f"{'yes' if source.mirror else 'no':>6}  {piece.output_start:>6}-{piece.output_start + piece.last_frame - piece.first_frame:<6}  "
+                         f"{'yes' if source.mirror else 'no':>6}  {piece.output_start:>6}-"
+                         f"{piece.output_start + piece.last_frame - piece.first_frame:<6}  "
                          f"{Path(piece.file).name}")
         if self.joins:
             lines.append("join   cut out (s)  cut in (s)  moved out/in (s)  phase diff  contacts agree  "

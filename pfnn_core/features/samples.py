@@ -93,7 +93,8 @@ def clip_features(motion, layouts: ModelLayout | None = None, runs: bool | None 
     now, before = np.arange(1, frames), np.arange(0, frames - 1)
     root_vel = inverse_rotate_xz(yaw[before][:, None], (labels.root_xz[now] - labels.root_xz[before])[:, None])[:, 0] / dt
     x = layouts.x.pack({
-        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now], "traj_gait": gait_from_speed(traj_speed[now], None if runs is None else float(runs)),
+        "traj_pos": traj_pos[now], "traj_dir": traj_dir[now],
+        "traj_gait": gait_from_speed(traj_speed[now], None if runs is None else float(runs)),
         "joint_pos": local_pos[before], "joint_vel": local_vel[before],
     })
     y = layouts.y.pack({

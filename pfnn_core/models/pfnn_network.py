@@ -48,7 +48,8 @@ class FoldedPFNN:
         config = model.config
         self.config, self.beta = config, float(model.beta)
         self.kernels = config.kernel_count
-        x_mean, x_std, y_mean, y_std = (norm[name].detach().cpu().double().numpy() for name in ("x_mean", "x_std", "y_mean", "y_std"))
+        x_mean, x_std, y_mean, y_std = (norm[name].detach().cpu().double().numpy()
+                                        for name in ("x_mean", "x_std", "y_mean", "y_std"))
         weights = [layer.weight.detach().cpu().double().numpy() for layer in model.layers]  # [K, in, out]
         biases = [layer.bias.detach().cpu().double().numpy() for layer in model.layers]  # [K, out]
         inputs = config.input_size

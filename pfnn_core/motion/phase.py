@@ -6,7 +6,8 @@ How labels are made from touchdown events (frame, target phase 0 or 0.5):
 - the phase is unwrapped between events; consecutive same-foot events advance a full cycle, so a
   missed touchdown does not break the labels;
 - each gap between events is measured as a cycle length; gaps shorter than the typical cycle by more
-  than `outlier_std` standard deviations (robust: median and scaled MAD) are fake steps (transitions, shuffles): the event whose removal
+  than `outlier_std` standard deviations (robust: median and scaled MAD) are fake steps (transitions,
+  shuffles): the event whose removal
   brings the merged gap closest to the mean is dropped, repeatedly; over long gaps the phase advances
   by the whole number of half cycles closest to the mean rate (interpolating across with the mean rate);
 - frames marked standing advance at `standing_rate` of the normal rate (time is re-weighted), so
