@@ -9,6 +9,8 @@ to be drawn (a screenshot, a video, a recording) or for the frame's end (a reset
 does it.
 """
 
+import time
+
 from app.render.renderer import VIEW_MODES
 from app.sources.styles import cycle_style
 from app.transport import next_speed
@@ -75,7 +77,7 @@ def _control_actions(viewer) -> dict:
         "toggle_joint_axes": toggle_overlay("joint_axes"),
         "screenshot": lambda: state.request("save_screenshot"),
         "toggle_video": lambda: state.request("video_stop" if state.capture.video_recording else "video_start"),
-        "toggle_recording": lambda: state.request("record_stop" if state.record.recording else "record_start"),
+        "toggle_recording": lambda: toggle_recording(state),
         "toggle_panel": lambda: setattr(state, "show_panel", not state.show_panel),
         "toggle_help": lambda: setattr(state, "show_help", not state.show_help),
         "escape": lambda: escape(state),
@@ -104,6 +106,22 @@ def _panel_requests(viewer) -> dict:
         "quit_now": lambda: quit_now(viewer),
         "editor": lambda action: editor_action(state, action),
     }
+
+
+STOP_CONFIRM_S = 3.0  # a take stops on a second R within this time: one stray key never ends it
+
+
+def toggle_recording(state) -> None:
+    """R starts a take; during one, R asks for a second R (within STOP_CONFIRM_S) before it stops."""
+    now = time.monotonic()
+    if not state.record.recording:
+        state.request("record_start")
+    elif now < state.stop_armed_until:
+        state.stop_armed_until = 0.0
+        state.request("record_stop")
+    else:
+        state.stop_armed_until = now + STOP_CONFIRM_S
+        state.toast("Recording: press R again to stop and save the take", STOP_CONFIRM_S)
 
 
 def escape(state) -> None:

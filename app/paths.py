@@ -58,3 +58,31 @@ def writable_file_problem(path) -> str | None:
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         return f"cannot write {path}: no permission"
     return None
+
+
+def free_path(path) -> Path:
+    """`path` when nothing is there, else the first free 'STEM-2.SUFFIX', 'STEM-3.SUFFIX', ... beside it:
+    what the viewer writes never replaces an earlier file."""
+    path = Path(path)
+    if not path.exists():
+        return path
+    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
+    number = 2
+    while (path.with_name(f"{stem}-{number}{path.suffix}")).exists():
+        number += 1
+    return path.with_name(f"{stem}-{number}{path.suffix}")
+
+
+def display_path(path: str) -> str:
+    """A path as it can be typed back into any path field: absolute, with '~' for the home folder
+    (a field resolves relative paths against the work folder, not the shell's current folder)."""
+    if not path:
+        return path
+    try:
+        absolute = Path(path).expanduser().resolve()
+    except OSError:
+        return path
+    try:
+        return str(Path("~") / absolute.relative_to(Path.home().resolve()))
+    except (ValueError, RuntimeError):
+        return str(absolute)

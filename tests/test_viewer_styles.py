@@ -92,7 +92,10 @@ def ui(viewer, checkpoints):
     state.style.blending, state.style.blend_a, state.style.blend_b, state.style.blend_t = False, "normal", "elderly", 0.5
     viewer.source.reset()
     viewer._reset_frames()
-    viewer.run_frames(2)
+    # the mouse over the 3D view (left of the panel, below the HUD): keys typed over the panel never steer
+    viewer.window.dispatch_event("on_mouse_motion", 250, 200, 0, 0)
+    viewer.window.dispatch_events()
+    viewer.run_frames(4)
     return viewer
 
 
@@ -226,3 +229,20 @@ def test_a_model_without_styles_shows_a_note_and_no_selector_and_the_key_does_no
     ui.run_frames(2)
     assert state.style.names == tuple(NAMES) and state.hud["style"] == "normal"
     assert state.settings.walk_speed == pytest.approx(1.09)
+
+
+def test_a_blend_starts_from_the_style_shown_and_n_leaves_it_from_there(ui):
+    from app.ui.sections.style import blend_label, next_style
+
+    state = ui.state
+    click_widget(ui, "style_row_elderly")
+    assert state.style.selected == "elderly"
+    click_widget(ui, "style_blending")
+    after = next_style(state.style.rows, "elderly")
+    assert state.style.blending and (state.style.blend_a, state.style.blend_b) == ("elderly", after)
+    assert blend_label(state.style) == f"elderly 50% + {after} 50%"  # the HUD's order is the panel's
+    ui.window.dispatch_event("on_mouse_motion", 250, 200, 0, 0)  # off the panel: the keys steer
+    ui.window.dispatch_events()
+    ui.run_frames(6)
+    _press(ui, key.N)
+    assert not state.style.blending and state.style.selected == after

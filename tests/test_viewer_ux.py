@@ -74,6 +74,9 @@ def ui(viewer):
     viewer.source.reset()
     viewer._reset_frames()
     state.show_panel = False  # a text field not drawn for a frame is left (imgui drops its focus)
+    # the mouse over the 3D view (left of the panel, below the HUD): keys typed over the panel never steer
+    viewer.window.dispatch_event("on_mouse_motion", 250, 200, 0, 0)
+    viewer.window.dispatch_events()
     viewer.run_frames(3)
     state.show_panel = True
     viewer.run_frames(2)
@@ -540,6 +543,9 @@ def test_every_key_does_what_the_table_says_and_nothing_else_does_anything(folde
         viewer.actions[name] = lambda name=name: called.append(name)
     pressable = {chord: c.action for c in keys.CONTROLS if not c.held and c.action not in keys.TEXT_FIELD_ACTIONS
                  for chord in c.keys}
+    x11_shifted = {key.COMMA: key.LESS, key.PERIOD: key.GREATER}  # what X11 sends for Shift+, and Shift+.
+    pressable.update({(x11_shifted[symbol], modifiers): action for (symbol, modifiers), action in list(pressable.items())
+                      if modifiers == key.MOD_SHIFT and symbol in x11_shifted})
     try:
         viewer.run_frames(1)
         for symbol in _all_key_symbols():

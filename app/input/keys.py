@@ -125,9 +125,25 @@ def gamepad_text(c: Control) -> str:
     return " / ".join(BUTTON_NAMES.get(name, name) for name in c.gamepad)
 
 
+# What X11 (pyglet's `XLookupString`) reports for a key pressed with Shift on a US layout: the shifted
+# keysym ('<' for Shift+,). Chords are written with the unshifted key, so these map back.
+SHIFTED_SYMBOLS = {key.LESS: key.COMMA, key.GREATER: key.PERIOD, key.BRACELEFT: key.BRACKETLEFT,
+                   key.BRACERIGHT: key.BRACKETRIGHT, key.BAR: key.BACKSLASH, key.EXCLAMATION: key._1,
+                   key.AT: key._2, key.HASH: key._3, key.DOLLAR: key._4, key.QUESTION: key.SLASH,
+                   key.COLON: key.SEMICOLON, key.DOUBLEQUOTE: key.APOSTROPHE, key.ASCIITILDE: key.GRAVE,
+                   key.UNDERSCORE: key.MINUS, key.PLUS: key.EQUAL}
+# Actions that work while the panel has the mouse or the keyboard (no character key among them).
+PANEL_SAFE_ACTIONS = ("toggle_help", "escape", "quit", "toggle_panel", "screenshot", "toggle_video")
+
+
+def unshifted(symbol: int, modifiers: int) -> int:
+    """The key of a chord as the control table writes it: Shift+',' arrives from X11 as '<'."""
+    return SHIFTED_SYMBOLS.get(symbol, symbol) if modifiers & SHIFT else symbol
+
+
 def action_for_key(symbol: int, modifiers: int) -> str | None:
     """The press action of a chord (held controls have none); Num Lock and the like are ignored."""
-    chord = (symbol, modifiers & CHORD_MODIFIERS)
+    chord = (unshifted(symbol, modifiers), modifiers & CHORD_MODIFIERS)
     for c in CONTROLS:
         if not c.held and c.action not in TEXT_FIELD_ACTIONS and chord in c.keys:
             return c.action

@@ -9,7 +9,7 @@ import numpy as np
 from pyglet.window import key, mouse
 
 from app.input.devices import keyboard_frame
-from app.input.keys import action_for_key, mouse_drag_action
+from app.input.keys import PANEL_SAFE_ACTIONS, action_for_key, mouse_drag_action
 
 ORBIT_RATE = 2.5  # rad/s at full right-stick tilt
 MOUSE_ORBIT = 0.008  # rad per pixel dragged
@@ -27,8 +27,11 @@ class WindowEvents:
     def on_key_press(self, symbol, modifiers):
         # Always handled here (True), so pyglet's default handler never closes the window on Escape.
         action = action_for_key(symbol, modifiers)
-        if self.imgui.io().want_text_input:
+        io = self.imgui.io()
+        if io.want_text_input:
             return True  # the text field has it (imgui's handler above ours): Escape leaves the field
+        if (io.want_capture_keyboard or io.want_capture_mouse) and action not in PANEL_SAFE_ACTIONS:
+            return True  # the panel has the mouse or a widget is active: keys typed there never steer
         self.devices.on_key_press(symbol, modifiers)
         if action is not None:
             self.run_action(action)

@@ -3,9 +3,21 @@ the live character (a frame per tick, cut back when the simulation steps back), 
 (a frame per rendered frame, by real time) and screenshots. What each saved, or the error naming the
 file, goes into the Record and Capture sections; nothing here stops the viewer."""
 
+from pathlib import Path
+
 from app.jobs.capture import VideoRecorder, capture_name, save_png
 from app.jobs.recorder import Recorder
+from app.paths import free_path
 from app.ui.messages import failure_message
+
+
+def take_path(path, is_folder: bool = False):
+    """Where a BVH take goes: a folder (or a name without '.bvh') gets a new file named by date and
+    time, as screenshots and videos are; a file name already taken gets '-2', '-3', ...: a take never
+    replaces an earlier file."""
+    if is_folder or path.is_dir() or path.suffix.lower() != ".bvh":
+        path = path / capture_name("bvh")
+    return free_path(path)
 
 
 class CaptureControl:
@@ -29,10 +41,13 @@ class CaptureControl:
         record.recording = False
         if self.recorder is None:
             return
-        path = self.state.resolve(record.path or "recordings/recording.bvh")
+        asked = record.path.strip() or "recordings/"
+        path = take_path(self.state.resolve(asked), asked.endswith(("/", "\\")))
         try:
             path = self.recorder.save(path)
             record.message = f"Saved {self.recorder.frame_count} frames to {path}"
+            record.last_path = str(path)
+            self.state.toast(f"Saved take {Path(path).name} ({self.recorder.frame_count} frames)")
         except Exception as error:
             record.error = failure_message("save", path, error)
         self.recorder = None
@@ -68,6 +83,7 @@ class CaptureControl:
             capture.error = failure_message("save", path, error)
             return None
         capture.message, capture.error = f"Saved {path}", ""
+        self.state.toast(f"Screenshot saved: {Path(path).name}")
         return path
 
     def start_video(self, path=None) -> None:
@@ -82,6 +98,7 @@ class CaptureControl:
             return
         capture.video_recording, capture.video_frames, capture.error = True, 0, ""
         capture.message = f"Recording {path}"
+        self.state.toast(f"Recording video {Path(path).name}")
 
     def add_video_frame(self, pixels, real_dt: float) -> None:
         """What the window showed for `real_dt` seconds (while recording a video)."""
@@ -97,5 +114,6 @@ class CaptureControl:
         try:
             path = video.close()
             capture.message = f"Saved {video.frames_written} frames ({video.frames_written / video.fps:.1f} s) to {path}"
+            self.state.toast(f"Video saved: {Path(path).name}")
         except Exception as error:
             capture.error = failure_message("save", video.path, error)

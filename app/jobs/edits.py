@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.ui.sections.editor import EditorPanel, PieceCurves, PieceRow
+from app.ui.messages import user_error
+from app.ui.sections.editor import EditorPanel, PieceCurves, PieceRow, piece_problem
 from pfnn_core import edit
 
 
@@ -82,9 +83,11 @@ def editor_action(state, action: str) -> None:
         elif action == "train":
             train_on_this(state, base_dir)
     except edit.EditError as error:
-        panel.error = str(error)
+        panel.error = user_error(error)
     except OSError as error:
-        panel.error = f"{getattr(error, 'filename', '') or ''}: {error.strerror or error}".lstrip(": ")
+        panel.error = user_error(f"{getattr(error, 'filename', '') or ''}: {error.strerror or error}".lstrip(": "))
+    if panel.error and action in ("preview", "export", "train"):
+        panel.report, panel.curves = [], []  # no seam report of an earlier build under the new error
 
 
 def summary_lines(result: edit.EditResult) -> list:
@@ -97,6 +100,10 @@ def summary_lines(result: edit.EditResult) -> list:
 
 
 def _build(panel: EditorPanel, out_path, base_dir) -> str:
+    for index, row in enumerate(panel.pieces):
+        problem = piece_problem(row)
+        if problem:
+            raise edit.EditError(f"piece {index} ({Path(row.file).name}): {problem}")
     result = edit.export(edit_list(panel, base_dir), out_path, panel.cache)
     panel.curves, panel.report = curves_from(result), summary_lines(result)
     return result.written

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from app.paths import resolve, writable_file_problem
+from app.ui.messages import user_error
 
 
 class StoppedEarly(Exception):
@@ -108,7 +109,7 @@ class TrainingJob:
         except StoppedEarly as stopped:
             self.updates.put({"event": "stopped_early", "stage": str(stopped)})
         except Exception as error:  # shown in the panel; the viewer keeps running
-            self.error = f"{type(error).__name__}: {error}"
+            self.error = user_error(error)
             self.updates.put({"error": self.error, "traceback": traceback.format_exc()})
         finally:
             self.finished = True

@@ -2,7 +2,23 @@
 and its progress updates turned into the section's status line, progress bar, ETA and loss curves (no
 stale line or bar is left once it ends)."""
 
+from pathlib import Path
+
 from app.jobs.training import TrainingJob, run_training, training_config
+from app.paths import display_path, free_path
+from app.ui.messages import user_error
+
+
+def _keep_earlier_model(train, config) -> None:
+    """A new run never replaces the model an earlier run saved at 'Save to': it saves to the next free
+    name ('NAME-2.safetensors'), which the form then shows, and the section says so."""
+    out = Path(config.out)
+    target = free_path(out)
+    if target == out:
+        return
+    config.out = str(target)
+    train.out = display_path(str(target))
+    train.notice = f"{out.name} holds an earlier model: this run saves to {target.name}"
 
 
 class TrainingRunner:
@@ -23,9 +39,12 @@ class TrainingRunner:
         try:
             config = training_config(train, resume, work_dir)
         except Exception as error:
-            train.error, train.status, train.progress, train.eta_s = str(error), "", 0.0, None
+            train.error, train.status, train.progress, train.eta_s = user_error(error), "", 0.0, None
             return
         train.error, train.status, train.progress, train.eta_s, train.running = "", "Starting...", 0.0, None, True
+        train.notice = ""
+        if not resume:
+            _keep_earlier_model(train, config)
         if not resume:
             train.epochs_x, train.train_loss, train.val_loss = [], [], []
         train.plot_epochs = int(config.epochs)
@@ -90,10 +109,23 @@ def _show_outcome(train, job: TrainingJob, stopped_early: str | None) -> str | N
         ending = "Stopped" if getattr(result, "stopped", False) else "Done"
         if getattr(result, "out_path", None):
             train.result_path = str(result.out_path)
-            train.status = (f"{ending}: {result.epochs_completed} epochs, best validation loss "
-                            f"{result.best_val_loss:.4f} -> {result.out_path}")
+            train.status = run_summary(result, train.plot_epochs)
         else:
             train.status = f"{ending} before the first epoch ended; resumable state: {result.resume_path}"
         if train.auto_swap and ending == "Done" and train.result_path:
             return train.result_path
     return None
+
+
+def run_summary(result, planned_epochs: int) -> str:
+    """How a run ended, with its one epoch count named: the last epoch run, the best epoch (the one the
+    saved model is from) and why it stopped there."""
+    if getattr(result, "stopped", False):
+        why = "stopped by you"
+    elif getattr(result, "early_stopped", False):
+        why = "stopped early: the validation loss had stopped improving"
+    else:
+        why = "all epochs run"
+    best = getattr(result, "best_epoch", 0) or result.epochs_completed
+    return (f"Ran {result.epochs_completed} of {planned_epochs} epochs ({why}). Saved the best, epoch {best} "
+            f"(validation loss {result.best_val_loss:.4f}), to {result.out_path}")

@@ -39,7 +39,7 @@ def checkpoint_summary(checkpoint, device) -> list[str]:
                      + (" (mirrored)" if data.get("mirror") else ""))
     training = meta.get("training") or {}
     if isinstance(training.get("epochs_completed"), int):
-        text = f"trained {training['epochs_completed']} epochs"
+        text = f"from epoch {training.get('best_epoch') or training['epochs_completed']} of its run (the best)"
         if isinstance(training.get("val_loss"), (int, float)):
             text += f", val loss {training['val_loss']:.4f}"
         if isinstance(training.get("wall_s"), (int, float)):
@@ -115,7 +115,8 @@ class LiveSource:
     @property
     def label(self) -> str:
         count = self.character.batch
-        return f"Network: {Path(self.path).name}" + (f"  ({count} characters)" if count > 1 else "")
+        kind = getattr(self.character.model, "kind", "pfnn")
+        return f"Network ({kind}): {Path(self.path).name}" + (f"  ({count} characters)" if count > 1 else "")
 
     @property
     def gait(self) -> str | None:

@@ -31,7 +31,9 @@ def cycle_style(state, live, step: int) -> None:
     panel, live = state.style, styled(live)
     if live is None:
         return
-    panel.selected = next_style(panel.rows, dominant_style(panel.names, live.style_weights), step)
+    # out of a blend: from the style box's style (the blend's first), not whichever weight is largest
+    current = panel.selected if panel.blending else dominant_style(panel.names, live.style_weights)
+    panel.selected = next_style(panel.rows, current, step)
     panel.blending = False
     set_style(state, live, one_style(panel.names, panel.selected))
 

@@ -1,11 +1,14 @@
 """The heads-up display, top left: what drives the character, its phase dial, speed, gait and style, the
 frame rate and the transport; bottom left the help hint."""
 
+import time
+
 import numpy as np
 from imgui_bundle import imgui
 
 from app.input import keys
 from app.render.overlays import phase_dial_outline
+from app.ui.sections.style import blend_label
 from app.ui.theme import DIAL_RING_COLOUR, DIM_COLOUR, ERROR_COLOUR, HIGHLIGHT_COLOUR
 from pfnn_core.features.contract import GAIT_NAMES, gait_from_speed
 
@@ -63,7 +66,9 @@ def hud_window(state, display_size) -> None:
     imgui.text(f"phase {state.hud.get('phase', 0.0):.2f}")
     imgui.text(f"speed {state.hud.get('speed', 0.0):.2f} m/s")
     imgui.text(f"gait  {state.hud.get('gait', '-')}")
-    if state.hud.get("style"):
+    if state.style.blending and state.style.names:
+        imgui.text(f"style {blend_label(state.style)}")  # the panel's order, not the larger weight first
+    elif state.hud.get("style"):
         imgui.text(f"style {state.hud['style']}")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{state.stats.get('fps', 0.0):.0f} FPS")
     imgui.end_group()
@@ -74,6 +79,8 @@ def hud_window(state, display_size) -> None:
                                                                      if abs(transport.speed - 1.0) > 1e-6 else ""))
     if state.on_screen and (state.record.recording or state.capture.video_recording):
         imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), "REC" + (" video" if state.capture.video_recording else ""))
+    if state.toast_text and time.monotonic() < state.toast_until:
+        imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR), state.toast_text)
     imgui.end()
     if not state.show_help:
         imgui.set_next_window_pos(imgui.ImVec2(12, display_size[1] - 12), 0, imgui.ImVec2(0, 1))

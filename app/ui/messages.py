@@ -25,12 +25,27 @@ def failure_message(verb: str, path, error: BaseException) -> str:
     elif isinstance(error, PermissionError):
         reason = "permission denied"
     else:
-        reason = str(error).strip() or type(error).__name__
+        reason = user_error(error)
         if path and reason.startswith(path):
             reason = reason[len(path):].lstrip(" :")
         if path:
             reason = reason.replace(path, Path(path).name)
     return f"Could not {verb} {path}: {reason}" if path else f"Could not {verb}: {reason}"
+
+
+_CLASS_PREFIX = re.compile(r"^(?:[A-Z]\w*(?:Error|Exception|Warning)|Exception): ")
+_REPEATED_PATH = re.compile(r"^(\S+): (?:\1: )+")
+
+
+def user_error(error) -> str:
+    """The one form of an error the viewer shows a person: no Python class name ('ValueError: '), and
+    a path the message starts with said once even when the layers below each added it."""
+    text = str(error).strip() if not isinstance(error, str) else error.strip()
+    if not text and isinstance(error, BaseException):
+        return type(error).__name__
+    while _CLASS_PREFIX.match(text):
+        text = _CLASS_PREFIX.sub("", text, count=1)
+    return _REPEATED_PATH.sub(r"\1: ", text)
 
 
 def _cut_words(text: str, max_word: int) -> str:

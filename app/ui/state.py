@@ -8,6 +8,7 @@ and shown on the next frame.
 """
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 
 from app import paths
@@ -37,7 +38,8 @@ class TrainPanel:
     hidden: int = 256
     epochs: int = 20
     learning_rate: float = 1e-3
-    auto_swap: bool = True
+    auto_swap: bool = False  # a toy run must not replace a good model unasked
+    notice: str = ""  # what the run does differently from the form (a new 'Save to' name)
     running: bool = False
     status: str = ""
     error: str = ""
@@ -64,7 +66,8 @@ class PlaybackPanel:
 
 @dataclass
 class RecordPanel:
-    path: str = "recordings/recording.bvh"
+    path: str = "recordings/"  # a folder: each take is named by date and time; a taken file name gets '-2'
+    last_path: str = ""  # the file the last take was saved to
     recording: bool = False
     frames: int = 0
     message: str = ""
@@ -110,10 +113,17 @@ class ViewerState:
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
     hud: dict = field(default_factory=dict)  # phase, speed, gait, style of the followed character
     messages: list = field(default_factory=list)  # recent notices (gamepads, saves)
+    toast_text: str = ""  # a short notice on the HUD (a capture saved, "press R again"), until toast_until
+    toast_until: float = 0.0  # time.monotonic() when the toast goes
+    stop_armed_until: float = 0.0  # R pressed once during a take: a second R before this stops it
     requests: list = field(default_factory=list)  # (name, payload) for the app
 
     def request(self, name: str, payload=None) -> None:
         self.requests.append((name, payload))
+
+    def toast(self, text: str, seconds: float = 3.0) -> None:
+        """Show `text` on the HUD for a few seconds, whichever panel sections are open."""
+        self.toast_text, self.toast_until = text, time.monotonic() + seconds
 
     def take_requests(self) -> list:
         taken, self.requests = self.requests, []

@@ -2,7 +2,6 @@
 dim notes, a slider with its value beside it, the record / stop button, and the screen rectangles of
 named widgets (`state.field_rects`, which the tests click)."""
 
-from pathlib import Path
 
 from imgui_bundle import imgui
 
@@ -15,17 +14,6 @@ def remember_rect(state, name: str) -> None:
     """Note the screen rectangle of the last widget under `name` (`state.field_rects`)."""
     low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
     state.field_rects[name] = (low.x, low.y, high.x, high.y)
-
-
-def display_path(path: str) -> str:
-    """A path as short as it can be said: relative to the working directory when below it."""
-    if not path:
-        return path
-    try:
-        relative = Path(path).resolve().relative_to(Path.cwd().resolve())
-        return str(relative)
-    except (ValueError, OSError):
-        return path
 
 
 def tooltip(text: str) -> None:

@@ -91,6 +91,19 @@ def timeline(panel: EditorPanel) -> None:
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{total:.2f} s in {len(lengths)} pieces")
 
 
+def piece_problem(row: PieceRow) -> str | None:
+    """What is impossible about a piece's cut times (None when they can be cut): checked as they are
+    edited, and again before a build."""
+    limit = row.duration + 1e-6
+    if row.start < 0 or row.start >= limit:
+        return f"start {row.start:.2f} s is outside the clip (0 to {row.duration:.2f} s)"
+    if row.end > limit:
+        return f"end {row.end:.2f} s is past the clip's end ({row.duration:.2f} s)"
+    if row.end <= row.start:
+        return f"end {row.end:.2f} s is not after start {row.start:.2f} s"
+    return None
+
+
 def piece_rows(panel: EditorPanel) -> None:
     """Each piece: its file, a range slider over the clip, speed, mirror, and (after a build) its curves."""
     remove = None
@@ -102,8 +115,13 @@ def piece_rows(panel: EditorPanel) -> None:
         if imgui.small_button("x"):
             remove = index
         imgui.set_next_item_width(-1)
-        _, row.start, row.end = imgui.drag_float_range2("##range", row.start, row.end, 0.01, 0.0,
-                                                        max(row.duration, 0.01), "%.2f s")
+        changed, row.start, row.end = imgui.drag_float_range2("##range", row.start, row.end, 0.01, 0.0,
+                                                              max(row.duration, 0.01), "%.2f s")
+        if changed:
+            panel.report, panel.curves = [], []  # the last build's report is not this edit's
+        problem = piece_problem(row)
+        if problem:
+            imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), problem)
         imgui.set_next_item_width(120)
         _, row.speed = imgui.slider_float("speed", row.speed, 0.25, 3.0, "%.2fx")
         imgui.same_line()

@@ -2,9 +2,10 @@
 
 from imgui_bundle import imgui
 
+from app.paths import display_path
 from app.ui.path_fields import path_field
 from app.ui.theme import DIM_COLOUR, OK_COLOUR
-from app.ui.widgets import display_path, error_line, tooltip
+from app.ui.widgets import error_line, tooltip
 
 
 def model_section(state) -> None:

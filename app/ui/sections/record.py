@@ -9,7 +9,7 @@ from app.ui.widgets import error_line, recording_button, tooltip
 
 def record_section(state) -> None:
     record = state.record
-    path_field(state, "record", "BVH file")
+    path_field(state, "record", "BVH folder or file")
     recording_button(state, "", "toggle_recording", "record", record.recording, record.frames)
     if record.message:
         imgui.text_colored(imgui.ImVec4(*OK_COLOUR), record.message)

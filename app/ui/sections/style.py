@@ -93,6 +93,19 @@ def dominant_style(names, weights) -> str:
     return names[int(np.argmax(weights))] if len(names) and len(weights) == len(names) else ""
 
 
+def start_blend(panel) -> None:
+    """A blend starts from the style the style box shows, towards the next one unless another was chosen."""
+    if panel.selected:
+        panel.blend_a = panel.selected
+    if not panel.blend_b or panel.blend_b == panel.blend_a:
+        panel.blend_b = next_style(panel.rows, panel.blend_a)
+
+
+def blend_label(panel) -> str:
+    """The blend in the panel's order: 'normal 70% + elderly 30%' (first style, then second)."""
+    return f"{panel.blend_a} {100 * (1 - panel.blend_t):.0f}% + {panel.blend_b} {100 * panel.blend_t:.0f}%"
+
+
 def weights_label(names, weights, most: int = 3) -> str:
     """'elderly', or 'elderly 60% + normal 40%' for a blend (largest first, at most `most` named);
     '' for a model without styles."""
@@ -191,6 +204,8 @@ def style_section(state) -> None:
     imgui.same_line()
     changed, panel.blending = imgui.checkbox("Blend two##style_blending", panel.blending)
     remember_rect(state, "style_blending")
+    if changed and panel.blending:
+        start_blend(panel)
     asked = asked or changed
     if panel.blending:
         imgui.align_text_to_frame_padding()

@@ -5,7 +5,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from app.ui.path_fields import path_field
-from app.ui.theme import TRAIN_COLOUR, VALIDATION_COLOUR
+from app.ui.theme import HIGHLIGHT_COLOUR, TRAIN_COLOUR, VALIDATION_COLOUR
 from app.ui.widgets import dim_line, error_line, remember_rect, tooltip
 
 PHASE_FUNCTIONS = ("cubic", "rbf")
@@ -85,6 +85,8 @@ def train_section(state) -> None:
     if train.running:
         eta = "" if train.eta_s is None else f"  ETA {int(train.eta_s) // 60}:{int(train.eta_s) % 60:02d}"
         imgui.progress_bar(train.progress, imgui.ImVec2(-1, 0), f"{100 * train.progress:.0f}%{eta}")
+    if train.notice:
+        imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR), train.notice)
     dim_line(train.status)
     error_line(train.error)
     loss_plot(state)

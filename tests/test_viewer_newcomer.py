@@ -1,0 +1,250 @@
+"""Issue 26: the faults a newcomer found in the real window, each replayed through a headless pyglet
+window with the key symbols pyglet really sends (X11 reports Shift+',' as '<'), real mouse events and
+real imgui frames."""
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from conftest import make_random_checkpoint
+from pyglet.window import key, mouse
+
+from app.input import keys
+
+WIDTH, HEIGHT = 1024, 600
+VIEW_POINT = (250, 200)  # pyglet coordinates (y up) of a point over the 3D view
+
+# What X11 (XLookupString, US layout) sends for a key pressed with Shift, written out here by hand.
+X11_SHIFTED = {key.COMMA: key.LESS, key.PERIOD: key.GREATER, key.BRACKETLEFT: key.BRACELEFT,
+               key.BRACKETRIGHT: key.BRACERIGHT, key.BACKSLASH: key.BAR, key._1: key.EXCLAMATION,
+               key._2: key.AT, key._3: key.HASH, key._4: key.DOLLAR, key.SLASH: key.QUESTION}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    return {"work": tmp_path_factory.mktemp("work"), "config": tmp_path_factory.mktemp("config")}
+
+
+@pytest.fixture(scope="module")
+def viewer(walk_motion, folders, tmp_path_factory):
+    from app.viewer import Viewer
+
+    model = make_random_checkpoint(walk_motion, tmp_path_factory.mktemp("ckpt") / "newcomer.safetensors")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PFNN_VIEWER_HOME", str(folders["work"]))
+        patch.setenv("PFNN_VIEWER_CONFIG", str(folders["config"]))
+        app = Viewer(WIDTH, HEIGHT, model_path=model, visible=False, vsync=False)
+        yield app
+        if app.training.job is not None:
+            app.training.job.stop()
+            app.training.job.join(60)
+        app.close()
+
+
+@pytest.fixture
+def ui(viewer):
+    """The viewer live, panel shown with no section open, the mouse over the 3D view."""
+    state = viewer.state
+    state.take_requests()
+    viewer.input.on_deactivate()
+    state.show_panel, state.show_help, state.browser.open, state.open_sections = True, False, False, ()
+    state.transport.paused, state.transport.speed = False, 1.0
+    state.overlays.update(trajectory=False, contacts=False, phase=False, joint_axes=False)
+    state.stop_armed_until = 0.0
+    _mouse_to(viewer, *VIEW_POINT)  # left of the panel, below the HUD: the 3D view
+    viewer.run_frames(2)
+    assert not viewer.imgui.io().want_capture_mouse
+    return viewer
+
+
+def _mouse_to(viewer, x, y):
+    viewer.window.dispatch_event("on_mouse_motion", x, y, 0, 0)
+    viewer.window.dispatch_events()  # a window queues the events it is sent until then
+    for _ in range(30):  # imgui takes in its queued key and mouse events a few a frame
+        viewer.run_frames(1)
+        if tuple(viewer.imgui.io().mouse_pos) == (x, viewer.window.height - y):
+            return
+
+
+def _press(viewer, symbol, modifiers=0, frames=2):
+    """A key as an X11 keyboard sends it: Shift down, the (shifted) symbol down and up, Shift up."""
+    if modifiers & key.MOD_SHIFT:
+        viewer.window.dispatch_event("on_key_press", key.LSHIFT, 0)
+        symbol = X11_SHIFTED.get(symbol, symbol)
+    viewer.window.dispatch_event("on_key_press", symbol, modifiers)
+    viewer.window.dispatch_event("on_key_release", symbol, modifiers)
+    if modifiers & key.MOD_SHIFT:
+        viewer.window.dispatch_event("on_key_release", key.LSHIFT, key.MOD_SHIFT)
+    viewer.window.dispatch_events()
+    viewer.run_frames(frames)
+
+
+# ---- fault 1: shifted bindings with the symbols X11 sends ---------------------------------------
+
+def test_every_shifted_binding_works_with_the_symbol_x11_sends(viewer):
+    shifted = [(c.action, symbol) for c in keys.CONTROLS if not c.held for symbol, mods in c.keys
+               if mods == keys.SHIFT]
+    assert ("rewind_second", key.COMMA) in shifted
+    for action, symbol in shifted:
+        assert keys.action_for_key(X11_SHIFTED.get(symbol, symbol), key.MOD_SHIFT) == action
+        assert keys.action_for_key(symbol, key.MOD_SHIFT) == action  # Windows and macOS send the key itself
+    assert keys.action_for_key(key.LESS, 0) is None  # '<' on a key of its own is no binding
+
+
+def test_shift_comma_goes_one_second_back_in_the_window(ui):
+    ui.run_frames(90)
+    ticks = ui.sim_time
+    _press(ui, key.COMMA, key.MOD_SHIFT, frames=1)
+    assert ui.state.transport.paused
+    assert ui.sim_time == pytest.approx(ticks - 1.0, abs=2 / 60)
+
+
+# ---- faults 2 and 3: takes never overwrite each other; R stops a take only when pressed twice -----
+
+def test_takes_are_named_by_time_and_one_stray_r_does_not_stop_a_take(ui, folders):
+    recordings = folders["work"] / "recordings"
+    saved = []
+    for _ in range(2):
+        _press(ui, key.R)
+        ui.run_frames(10)
+        _press(ui, key.R)  # one R during a take: it goes on, and the HUD says how to stop it
+        assert ui.state.record.recording and "press R again" in ui.state.toast_text
+        ui.run_frames(5)
+        _press(ui, key.R)
+        assert not ui.state.record.recording and ui.state.record.error == ""
+        saved.append(Path(ui.state.record.last_path))
+        time.sleep(0.002)
+    files = sorted(recordings.glob("*.bvh"))
+    assert len(files) == 2 and files == sorted(saved)
+    assert all(re.fullmatch(r"pfnn-\d{8}-\d{6}-\d{3}(-\d+)?\.bvh", f.name) for f in files)
+    assert saved[0].name in ui.state.toast_text or saved[1].name in ui.state.toast_text
+
+
+def test_a_take_saved_to_a_name_already_taken_gets_a_new_name(ui, tmp_path):
+    earlier = tmp_path / "take.bvh"
+    earlier.write_text("an earlier take")
+    ui.state.record.path = str(earlier)
+    try:
+        for symbol in (key.R, key.R, key.R):
+            _press(ui, symbol, frames=4)
+    finally:
+        ui.state.record.path = "recordings/"
+    assert earlier.read_text() == "an earlier take"
+    assert Path(ui.state.record.last_path) == tmp_path / "take-2.bvh" and (tmp_path / "take-2.bvh").stat().st_size > 0
+
+
+def test_keys_typed_while_the_mouse_is_over_the_panel_do_not_steer(ui):
+    ui.state.open_sections = ("Model",)
+    ui.run_frames(2)
+    x0, y0, x1, y1 = ui.state.field_rects["model"]
+    _mouse_to(ui, (x0 + x1) / 2, HEIGHT - y1 - 30)  # over the panel, below the field: a label, not a field
+    click = ((x0 + x1) / 2, HEIGHT - y1 - 30)
+    ui.window.dispatch_event("on_mouse_press", *click, mouse.LEFT, 0)
+    ui.window.dispatch_event("on_mouse_release", *click, mouse.LEFT, 0)
+    ui.window.dispatch_events()
+    ui.run_frames(2)
+    assert ui.imgui.io().want_capture_mouse and not ui.imgui.io().want_text_input
+    before = (dict(ui.state.overlays), ui.state.view_mode, ui.state.transport.paused, ui.state.style.selected)
+    for symbol in (key.R, key.K, key.T, key.C, key.P, key.N, key.M, key.W):
+        _press(ui, symbol, frames=1)
+    assert not ui.state.record.recording and ui.state.take_requests() == []
+    assert (dict(ui.state.overlays), ui.state.view_mode, ui.state.transport.paused, ui.state.style.selected) == before
+    assert key.W not in ui.devices.held
+    _mouse_to(ui, *VIEW_POINT)  # back over the 3D view: the keys steer again
+    _press(ui, key.T, frames=1)
+    assert ui.state.overlays["trajectory"]
+
+
+# ---- fault 4: a training run never replaces an earlier model ------------------------------------
+
+def test_training_start_keeps_the_earlier_model_under_save_to(ui, tmp_path, bvh_dir):
+    earlier = tmp_path / "mine.safetensors"
+    earlier.write_bytes(b"a better model")
+    train = ui.state.train
+    train.out, train.bvh_dir, train.epochs = str(earlier), str(bvh_dir), 1
+    assert train.auto_swap is False  # a finished toy run does not replace the running model unasked
+    ui.state.request("start_training", {"resume": False})
+    ui.run_frames(1)
+    job = ui.training.job
+    job.stop()
+    job.join(60)
+    ui.run_frames(2)
+    assert earlier.read_bytes() == b"a better model"
+    assert Path(train.out).expanduser() == tmp_path / "mine-2.safetensors"
+    assert "mine-2.safetensors" in train.notice and train.error == ""
+
+
+# ---- fault 5 and the HUD: paths shown can be typed back; the model's kind ------------------------
+
+def test_the_running_models_path_as_shown_loads_when_typed_back(ui):
+    from app.paths import display_path
+
+    shown = display_path(ui.state.model.path)
+    assert Path(shown).expanduser().is_absolute()
+    assert ui.state.resolve(shown) == Path(ui.state.model.path).resolve()
+    kind = ui.live_source.character.model.kind
+    assert kind in ("pfnn", "matching", "mvae") and f"({kind})" in ui.state.source_label
+
+
+# ---- fault 12: F12 confirms on screen ------------------------------------------------------------
+
+def test_f12_shows_a_toast_naming_the_screenshot(ui, folders):
+    _press(ui, key.F12, frames=1)
+    shots = sorted((folders["work"] / "captures").glob("pfnn-*.png"))
+    assert shots and shots[-1].name in ui.state.toast_text and ui.state.toast_until > time.monotonic()
+
+
+# ---- fault 7: one formatter for errors ----------------------------------------------------------
+
+def test_errors_name_the_path_once_and_no_python_class():
+    from app.jobs.training import TrainingJob
+    from app.ui.messages import failure_message, user_error
+
+    assert user_error(ValueError("/x/notes.bvh: /x/notes.bvh: line 1: bad token")) == "/x/notes.bvh: line 1: bad token"
+    assert user_error("ValueError: 3 problems stop training:") == "3 problems stop training:"
+    assert failure_message("open", "/x/a.bvh", ValueError("/x/a.bvh: /x/a.bvh: line 2: no HIERARCHY")) == \
+        "Could not open /x/a.bvh: line 2: no HIERARCHY"
+
+    def fail(progress, stop):
+        raise ValueError("3 problems stop training:\n- a\n- b\n- c")
+
+    job = TrainingJob(fail)
+    job.start()
+    job.join(120)  # the thread imports torch first
+    assert job.error.startswith("3 problems stop training:") and "ValueError" not in job.error
+
+
+# ---- fault 6: the Editor checks cut times and drops stale results -------------------------------
+
+def test_impossible_cut_times_are_refused_and_the_old_report_goes(ui, bvh_dir):
+    from app.ui.sections.editor import PieceRow, piece_problem
+
+    clip = str(sorted(Path(bvh_dir).glob("*.bvh*"))[0])
+    panel = ui.state.editor
+    panel.pieces = [PieceRow(clip, start=9.0, end=6.47, duration=6.47)]
+    panel.report = ["0->1: cut 5.00 / 1.00 s (an earlier build)"]
+    assert "start 9.00 s is outside the clip" in piece_problem(panel.pieces[0])
+    assert piece_problem(PieceRow(clip, start=1.0, end=7.0, duration=6.47)).startswith("end 7.00 s is past")
+    assert piece_problem(PieceRow(clip, start=1.0, end=6.0, duration=6.47)) is None
+    ui.state.open_sections = ("Editor",)
+    ui.state.request("editor", "preview")
+    ui.run_frames(2)
+    assert "piece 0" in panel.error and "start 9.00 s is outside the clip" in panel.error
+    assert panel.report == [] and not ui.state.playback.active
+    panel.pieces, panel.error = [], ""
+
+
+# ---- fault 9: one epoch count, named, and why the run ended -------------------------------------
+
+def test_the_run_summary_names_the_last_and_the_best_epoch_and_why_it_ended():
+    from types import SimpleNamespace
+
+    from app.jobs.training_runner import run_summary
+
+    result = SimpleNamespace(stopped=False, early_stopped=True, epochs_completed=92, best_epoch=82,
+                             best_val_loss=0.1234, out_path="/m/x.safetensors")
+    text = run_summary(result, 300)
+    assert "Ran 92 of 300 epochs" in text and "stopped early" in text and "epoch 82" in text
+    assert "all epochs run" in run_summary(SimpleNamespace(**{**vars(result), "early_stopped": False}), 92)
+    assert "stopped by you" in run_summary(SimpleNamespace(**{**vars(result), "stopped": True}), 300)
