@@ -248,3 +248,22 @@ def test_the_run_summary_names_the_last_and_the_best_epoch_and_why_it_ended():
     assert "Ran 92 of 300 epochs" in text and "stopped early" in text and "epoch 82" in text
     assert "all epochs run" in run_summary(SimpleNamespace(**{**vars(result), "early_stopped": False}), 92)
     assert "stopped by you" in run_summary(SimpleNamespace(**{**vars(result), "stopped": True}), 300)
+
+
+# ---- fault 11: the browser of an empty field opens in the work folder (the takes for playback) --
+
+def test_the_browser_of_an_empty_field_opens_in_the_work_folder_or_the_takes(ui, folders):
+    from conftest import click_widget
+
+    state = ui.state
+    (folders["work"] / "recordings").mkdir(exist_ok=True)
+    for section, field_id, attribute, expected in (("Model", "model", "load_path", folders["work"]),
+                                                   ("Playback", "playback", "path", folders["work"] / "recordings")):
+        panel = getattr(state, {"model": "model", "playback": "playback"}[field_id])
+        setattr(panel, attribute, "")
+        state.open_sections = (section,)
+        ui.run_frames(2)
+        click_widget(ui, f"{field_id}_browse")
+        assert state.browser.open and Path(state.browser.folder) == expected
+        state.browser.open = False
+        ui.run_frames(1)

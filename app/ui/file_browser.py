@@ -109,7 +109,7 @@ def open_browser(browser: BrowserState, field_name: str, kind: str, save: bool, 
     """Open the browser for a path field: in the folder of its current value when that exists, else
     in the folder last used for this kind, else in `fallback`."""
     current = Path(current)
-    start = current if kind == "folder" else current.parent
+    start = current if kind == "folder" or current.is_dir() else current.parent  # a folder opens itself
     candidates = [start, Path(recent.last.get(kind, "")) if recent.last.get(kind) else None, fallback, Path.home()]
     folder = next(c for c in candidates if c is not None and c.is_dir())
     name = "" if kind == "folder" or current.is_dir() else current.name

@@ -27,6 +27,16 @@ PATH_FIELDS = {
     "edit_out": ("editor", "out_path", "bvh", True),
     "edit_train_dir": ("editor", "train_dir", "folder", False),
 }
+# Where the browser of an empty field opens (in the work folder): the takes for playback.
+EMPTY_FIELD_FOLDERS = {"playback": "recordings", "edit_piece": "recordings"}
+
+
+def empty_field_folder(field_id: str, work_dir):
+    """The folder the browser of an empty field opens: its kind's folder when it exists, else the work folder."""
+    folder = work_dir / EMPTY_FIELD_FOLDERS.get(field_id, "")
+    return folder if folder.is_dir() else work_dir
+
+
 # Choosing a file in these fields also acts on it: field -> (request, payload; None = the chosen path).
 ACT_ON_CHOICE = {"model": ("load_model", None), "playback": ("open_bvh", None), "edit_piece": ("editor", "add")}
 
@@ -56,7 +66,7 @@ def path_field(state, field_id: str, label: str, button: str = "") -> bool:
         imgui.set_tooltip(f"{resolved}{note}")
     imgui.same_line()
     if imgui.button(f"...##{field_id}"):
-        current = state.resolve(value) if value.strip() else paths.work_dir()
+        current = state.resolve(value) if value.strip() else empty_field_folder(field_id, paths.work_dir())
         open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
     remember_rect(state, f"{field_id}_browse")
     if imgui.is_item_hovered():
