@@ -1,13 +1,16 @@
 """BVH load/save: round trips on the bundled data, a hand-checked tiny file, odd-but-valid variants that
 must load exactly like their clean originals, and malformed files that must raise BVHError naming the file."""
+import gzip
 import re
+import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pfnn_core.math.quat import quat_from_euler
-from pfnn_core.motion import bvh
+from pfnn_core.motion import bvh, bvh_parse
 
 TINY = Path(__file__).parent / "data" / "tiny.bvh"
 
@@ -165,11 +168,14 @@ BROKEN = {
     "inf": (lambda t: _replace_frame(t, 0, "1 2 3 0 0 0 0 0 0 0 0 0 0 0 -inf"), r"line 33.*finite.*'-inf'"),
     "nan_offset": (lambda t: t.replace("OFFSET 0 10 0", "OFFSET 0 nan 0"), r"line 8.*finite"),
     "bad_offset": (lambda t: t.replace("OFFSET 0 10 0", "OFFSET 0 ten 0"), r"line 8.*expected a number.*'ten'"),
-    "unknown_channel": (lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation", "CHANNELS 3 Zrotation Xrotation Wrotation", 1),
+    "unknown_channel": (lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation",
+                                            "CHANNELS 3 Zrotation Xrotation Wrotation", 1),
                         r"line 9.*unknown channel name 'Wrotation'"),
-    "channel_count_mismatch": (lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation", "CHANNELS 4 Zrotation Xrotation Yrotation", 1),
+    "channel_count_mismatch": (lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation",
+                                                   "CHANNELS 4 Zrotation Xrotation Yrotation", 1),
                                r"line 9.*declares 4 channels, found 3"),
-    "duplicate_channel": (lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation", "CHANNELS 3 Zrotation Xrotation Xrotation", 1),
+    "duplicate_channel": (lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation",
+                                              "CHANNELS 3 Zrotation Xrotation Xrotation", 1),
                           r"line 9.*listed twice"),
     "missing_close_brace": (lambda t: t.replace("\t\t\t}\n\t\t}\n\t}", "\t\t\t}\n\t\t}", 1), r"unbalanced braces"),
     "extra_close_brace": (lambda t: t.replace("MOTION", "}\nMOTION"), r"line 30.*unbalanced braces"),
@@ -237,7 +243,8 @@ def test_missing_file_is_file_not_found(tmp_path):
 def test_scale_detection_ignores_the_pose_of_the_first_frame(tmp_path):
     """A curled-up first frame (as a generated motion may start) must not change the detected unit."""
     from pfnn_core.math.quat import quat_from_angle_axis
-    motion = bvh.load(Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz")
+    motion = bvh.load(Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
+                      / "dataset-2_walk_normal_001.bvh.gz")
     rng = np.random.default_rng(0)
     axes = rng.normal(size=(motion.num_joints, 3))
     axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
@@ -277,3 +284,145 @@ def test_corrupt_gzip_names_the_file(tmp_path, bundled_bvh_files):
     broken.write_bytes(bundled_bvh_files[0].read_bytes()[:500])
     with pytest.raises(bvh.BVHError, match="broken.bvh.gz: corrupt gzip data"):
         bvh.load(broken)
+
+
+# ---- structural oddities (most found by tests/test_fuzz_bvh.py's generated hierarchies) ---------
+
+def _chain_text(count: int, channels: str = "CHANNELS 1 Zrotation", offset: str = "0 1 0") -> str:
+    lines = ["HIERARCHY"]
+    for j in range(count):
+        lines += [("ROOT" if j == 0 else "JOINT") + f" j{j}", "{", f"OFFSET {offset}", channels]
+    values = " ".join(["10"] * count * len(channels.split()[2:]))
+    return "\n".join(lines + ["}"] * count + ["MOTION", "Frames: 1", "Frame Time: 0.1", values]) + "\n"
+
+
+def test_a_hierarchy_deeper_than_the_recursion_limit_loads_and_saves(tmp_path):
+    path = tmp_path / "deep.bvh"
+    path.write_text(_chain_text(3000))
+    motion = bvh.load(path, scale=1.0)
+    assert motion.num_joints == 3000 and motion.parents.tolist() == [-1] + list(range(2999))
+    np.testing.assert_allclose(motion.global_positions()[0, -1, 1] > 0, True)
+    bvh.save(motion, tmp_path / "again.bvh")
+    assert_same_motion(bvh.load(tmp_path / "again.bvh", scale=1.0), motion, atol=1e-6)
+
+
+def test_a_wide_skeleton_loads_in_linear_time(tmp_path):
+    """Unit detection compared every pair of extremities: 3,000 fingers took minutes."""
+    lines = ["HIERARCHY", "ROOT r", "{", "OFFSET 0 0 0", "CHANNELS 1 Yrotation"]
+    for j in range(3000):
+        lines += [f"JOINT f{j}", "{", f"OFFSET {j % 7} 1 0", "End Site", "{", "OFFSET 0 1 0", "}", "}"]
+    path = tmp_path / "wide.bvh"
+    path.write_text("\n".join(lines + ["}", "MOTION", "Frames: 1", "Frame Time: 0.1", "0"]) + "\n")
+    started = time.perf_counter()
+    motion = bvh.load(path)
+    assert time.perf_counter() - started < 2.0
+    # The longest path between two extremities runs finger - root - finger through the two longest
+    # fingers, 2 * (sqrt(6^2 + 1) + 1) = 14.2 units: 0.36 m in inches is the unit nearest 2 m.
+    assert motion.scale == 0.0254
+
+
+@pytest.mark.parametrize("axes, angles", [("Xrotation Yrotation", "10 91"), ("Zrotation Xrotation", "-30 90"),
+                                          ("Yrotation Zrotation", "170 -135"), ("Yrotation", "179.5")])
+def test_partial_rotation_channels_round_trip_past_ninety_degrees(axes, angles, tmp_path):
+    """Two rotation channels were written through a three-axis decomposition: past 90 degrees (and at
+    90) the turn moved onto the missing axis and the saved file lost it."""
+    text = TINY.read_text().replace("CHANNELS 3 Xrotation Yrotation Zrotation", f"CHANNELS {len(axes.split())} {axes}")
+    lines = text.splitlines()
+    start = lines.index("Frame Time: 0.5") + 1
+    for i in range(start, len(lines)):
+        values = lines[i].split()
+        lines[i] = " ".join(values[:9] + angles.split() + values[12:])
+    (tmp_path / "p.bvh").write_text("\n".join(lines) + "\n")
+    motion = bvh.load(tmp_path / "p.bvh", scale=1.0)
+    order = "".join(a[0] for a in axes.split())
+    expected = quat_from_euler(np.radians([[float(v) for v in angles.split()] + [0.0] * (3 - len(order))] * 3),
+                               order + "".join(a for a in "XYZ" if a not in order))
+    np.testing.assert_allclose(np.abs(np.sum(motion.rotations[:, 2] * expected, axis=-1)), 1.0, atol=1e-12)
+    bvh.save(motion, tmp_path / "p2.bvh")
+    assert_same_motion(bvh.load(tmp_path / "p2.bvh", scale=1.0), motion, atol=1e-6)
+
+
+STRUCTURAL = {
+    "duplicate_joint_name": (lambda t: t.replace("JOINT Leg_L", "JOINT Spine"),
+                             r"line 20: joint name 'Spine' is used twice \(first on line 6\)"),
+    "second_root": (lambda t: t.replace("MOTION", "ROOT Prop\n{\n\tOFFSET 0 0 0\n}\nMOTION"), r"line 30: a second ROOT"),
+    "brace_in_name": (lambda t: t.replace("JOINT Head", "JOINT He}ad"), r"line 10: expected '\{' after joint 'He', found '\}'"),
+    "channel_count_of_5000_digits": (
+        lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation", "CHANNELS " + "9" * 5000 + " Zrotation", 1),
+        r"line 9: CHANNELS declares 9+ channels, found 1 names"),
+    "frame_count_of_5000_digits": (lambda t: t.replace("Frames: 3", "Frames: " + "9" * 5000),
+                                   r"line 31: expected an integer frame count"),
+    "subnormal_frame_time": (lambda t: t.replace("Frame Time: 0.5", "Frame Time: 1e-320"),
+                             r"line 32: expected a positive frame time"),
+    "hour_long_frame_time": (lambda t: t.replace("Frame Time: 0.5", "Frame Time: 7200"),
+                             r"line 32: expected a positive frame time"),
+    "offset_near_float_max": (lambda t: t.replace("OFFSET 0 10 0", "OFFSET 0 1e308 0"),
+                              r"line 8: expected a length within \+-1e\+09"),
+    "position_near_float_max": (lambda t: _replace_frame(t, 1, "1 1e300 3 90 0 0 0 0 0 90 0 0 0 0 0"),
+                                r"line 34: expected positions within"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRUCTURAL))
+def test_structural_oddities_raise_bvh_error_naming_file_and_line(case, tmp_path):
+    make, pattern = STRUCTURAL[case]
+    path = tmp_path / f"odd_{case}.bvh"
+    path.write_text(make(TINY.read_text()))
+    with pytest.raises(bvh.BVHError) as info:
+        bvh.load(path)
+    assert str(path) in str(info.value) and re.search(pattern, str(info.value)), str(info.value)
+
+
+def test_frames_of_many_channel_less_joints_are_refused_before_allocating(tmp_path):
+    """2,000 joints without channels and 200,000 one-number frames: 22 GB of arrays from 600 kB."""
+    lines = ["HIERARCHY", "ROOT r", "{", "OFFSET 0 0 0", "CHANNELS 1 Xposition"]
+    lines += [f"JOINT j{j}\n{{\nOFFSET 0 1 0\n}}" for j in range(2000)]
+    path = tmp_path / "bomb.bvh"
+    path.write_text("\n".join(lines + ["}", "MOTION", "Frames: 200000", "Frame Time: 0.1"] + ["0"] * 200000) + "\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(bvh.BVHError, match=r"200000 frames of 2001 joints would need \d+ MiB of arrays"):
+            bvh.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * path.stat().st_size
+
+
+def test_a_gzip_bomb_stops_at_the_limit_and_gzip_members_join():
+    text = TINY.read_bytes()
+    with pytest.raises(bvh.BVHError, match="decompresses to more than 1000 bytes"):
+        bvh_parse.gunzip(gzip.compress(b"0 " * 100_000), "bomb.bvh.gz", limit=1000)
+    assert bvh_parse.gunzip(gzip.compress(text[:100]) + gzip.compress(text[100:]), "two.bvh.gz") == text
+    with pytest.raises(bvh.BVHError, match="other data after the compressed stream"):
+        bvh_parse.gunzip(gzip.compress(text) + b"junk", "tail.bvh.gz")
+
+
+def test_a_large_file_of_garbage_fails_at_its_first_word_without_holding_its_words(tmp_path):
+    path = tmp_path / "garbage.bvh"
+    path.write_bytes(b"word " * 4_000_000)  # 20 MB, no MOTION
+    tracemalloc.start()
+    try:
+        with pytest.raises(bvh.BVHError, match="line 1: missing HIERARCHY"):
+            bvh.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * path.stat().st_size
+
+
+def test_check_motion_names_what_cannot_be_a_skeleton():
+    good = bvh.load(TINY)
+    bvh.check_motion(good)
+    for change, pattern in ((lambda m: setattr(m, "parents", np.array([-1, 0, 3, 0])), "parents"),
+                            (lambda m: m.names.__setitem__(3, "Hips"), "share a name"),
+                            (lambda m: m.names.__setitem__(3, "Leg  L"), "cannot be written"),
+                            (lambda m: m.channels.__setitem__(1, ["Xrotation", "Xrotation"]), "at most once"),
+                            (lambda m: m.rotations.__setitem__((0, 1), [2.0, 0, 0, 0]), "unit quaternions"),
+                            (lambda m: m.positions.__setitem__((1, 2, 0), np.inf), "positions hold NaN"),
+                            (lambda m: setattr(m, "frame_time", 0.0), "frame time"),
+                            (lambda m: m.end_sites.__setitem__(9, np.zeros(3)), "End Site of joint 9")):
+        motion = good.copy()
+        change(motion)
+        with pytest.raises(bvh.BVHError, match=pattern):
+            bvh.check_motion(motion)

@@ -1,5 +1,6 @@
-"""The data inspector, ``pfnn-data inspect PATH [PATH...]``: one table row per BVH file and warnings
-about files that would poison a training set (implausible speeds, mixed skeletons), with the same data
+"""The data inspector, ``pfnn-data inspect PATH [PATH...]``, and ``pfnn-data recover JOURNAL --out OUT.bvh``
+(a recording rebuilt from the journal a crashed viewer left). The inspector makes one table row per BVH
+file and warnings about files that would poison a training set (implausible speeds, mixed skeletons), with the same data
 checks `pfnn-train` runs before training (``data_checks``: reference-pose first frames, clips too short to
 window, missing or fragmented foot contacts, duplicate files, joints in another order, mixed frame rates).
 
@@ -14,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core import files
 from pfnn_core.data import checks as data_checks
 from pfnn_core.data.phase_report import contact_phase_summary, save_contact_phase_plots
 from pfnn_core.features.contract import SIM_FPS
 from pfnn_core.features.samples import MIN_CLIP_S
-from pfnn_core.motion import bvh
+from pfnn_core.motion import bvh, journal
 from pfnn_core.motion.bvh import BVHError, load
 from pfnn_core.motion.gait_labels import gait_labels_at_sim_rate
 from pfnn_core.skeleton import skeleton_difference, skeleton_only
@@ -272,6 +274,30 @@ def contact_phase_columns(plots_dir=None):
     return columns
 
 
+def run_recover(journal_path, out, keep: bool = False) -> int:
+    """`pfnn-data recover`: the journal's frames to `out` as BVH; 2 for an unreadable journal or a bad
+    output name, 1 when the BVH cannot be written (the journal is then kept)."""
+    if not bvh.is_bvh_path(out):
+        print(f"pfnn-data: {out}: the output must be a .bvh or .bvh.gz file", file=sys.stderr)
+        return 2
+    try:
+        contents = journal.recover(journal_path, out)
+    except journal.JournalError as error:
+        print(f"pfnn-data: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"pfnn-data: {files.explain(error)}; the journal {journal_path} is kept", file=sys.stderr)
+        return 1
+    motion = contents.motion
+    torn = f"; {contents.ignored_bytes} bytes of a torn last record ignored" if contents.ignored_bytes else ""
+    print(f"recovered {motion.num_frames} frames ({motion.num_frames * motion.frame_time:.1f} s, recording started "
+          f"{contents.started or 'at an unknown time'}) to {out}{torn}")
+    if not keep:
+        journal.discard(journal_path)
+        print(f"removed the journal {journal_path}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="pfnn-data", description="Check BVH motion data before training.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -283,7 +309,15 @@ def main(argv=None) -> int:
                              help="save foot heights with contact bands, phase and phase histogram per file as PNG")
     inspect_cmd.add_argument("--labels", help="labelling rule: 'filename' (default: {set}_{content}_{style}_{id}), "
                              "'folder' (one folder per style) or a JSON/CSV table of file -> style, content")
+    recover_cmd = commands.add_parser("recover", help="rebuild the BVH of a recording from the journal a crashed "
+                                      "viewer left (see pfnn_core.motion.journal)")
+    recover_cmd.add_argument("journal", help="the recording journal (.pfnn-journal)")
+    recover_cmd.add_argument("--out", required=True, help="the BVH file to write (.bvh or .bvh.gz)")
+    recover_cmd.add_argument("--keep", action="store_true", help="keep the journal after the BVH is written "
+                             "(by default it is removed then)")
     args = parser.parse_args(argv)
+    if args.command == "recover":
+        return run_recover(args.journal, args.out, keep=args.keep)
     from pfnn_core.data.labels import LabelError, LabelRule
 
     extra = (contact_phase_columns(args.plots),) if (args.contacts or args.plots) else ()

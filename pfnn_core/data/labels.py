@@ -19,10 +19,10 @@ Any rule also applies `aliases` (style name -> style name): dataset 1 says "old"
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pfnn_core.jsonfile import read_json
 from pfnn_core.motion.bvh import clip_name
 
 DEFAULT_STYLE = "default"
@@ -89,9 +89,12 @@ def parse_file_name(name: str) -> ClipLabel | None:
 
 def _read_table(path: Path) -> tuple[dict, dict]:
     """(files: name -> ClipLabel, aliases) from a JSON or CSV labels table."""
-    text = path.read_text(encoding="utf-8-sig")
     files: dict[str, ClipLabel] = {}
     if path.suffix.lower() == ".csv":
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise LabelError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
         rows = list(csv.reader(text.splitlines()))
         if not rows or [cell.strip().lower() for cell in rows[0][:2]] != ["file", "style"]:
             raise LabelError(f"{path}: line 1: expected the header 'file,style[,content]'")
@@ -103,18 +106,17 @@ def _read_table(path: Path) -> tuple[dict, dict]:
             content = row[2].strip() if len(row) > 2 and row[2].strip() else UNKNOWN_CONTENT
             files[row[0].strip()] = ClipLabel(row[1].strip(), content)
         return files, {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise LabelError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    value = read_json(path, "labels table", LabelError)
     if not isinstance(value, dict) or not set(value) <= {"files", "aliases", "description"}:
         raise LabelError(f"{path}: expected an object with 'files' and/or 'aliases'")
+    if not isinstance(value.get("files") or {}, dict):
+        raise LabelError(f"{path}: files: expected an object mapping file names to {{\"style\": NAME, \"content\": NAME}}")
     for name, entry in (value.get("files") or {}).items():
         if not isinstance(entry, dict) or not isinstance(entry.get("style"), str) or not entry["style"]:
             raise LabelError(f"{path}: files.{name}: expected {{\"style\": NAME, \"content\": NAME}}")
         files[name] = ClipLabel(entry["style"], str(entry.get("content") or UNKNOWN_CONTENT))
     aliases = value.get("aliases") or {}
-    if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
+    if not isinstance(aliases, dict) or not all(isinstance(v, str) and v for v in aliases.values()):
         raise LabelError(f"{path}: aliases: expected an object mapping style names to style names")
     return files, dict(aliases)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pfnn_core import files
 from pfnn_core.features.contract import CONTACT_NAMES, SIM_FPS
 from pfnn_core.motion.gait_labels import gait_labels_at_sim_rate
 from pfnn_core.motion.phase import cycle_lengths, touchdowns
@@ -61,6 +62,6 @@ def save_contact_phase_plots(motion, out_png_prefix) -> list[str]:
     axes[2].set_ylabel("frames")
     figure.tight_layout()
     path = f"{out_png_prefix}_contacts_phase.png"
-    figure.savefig(path, dpi=80)
+    files.write_figure(path, figure, dpi=80)
     plt.close(figure)
     return [path]

@@ -7,10 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from pfnn_core import files
 from pfnn_core.editing.build import export
 from pfnn_core.editing.document import EditError, load_edit_list
 
 EXIT_BAD_INPUT = 2
+EXIT_WRITE_FAILED = 1  # an output could not be written (the message says which and why)
 
 
 def main(argv=None) -> int:
@@ -22,13 +24,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         result = export(load_edit_list(args.edit_list), args.out)
+        print("\n".join(result.report_lines()))
+        if args.report:
+            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+            files.write_text(args.report, json.dumps(result.report_dict(), indent=2) + "\n")
     except EditError as error:
         print(f"pfnn-edit: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print("\n".join(result.report_lines()))
-    if args.report:
-        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(json.dumps(result.report_dict(), indent=2) + "\n", encoding="utf-8")
+    except OSError as error:  # a full disk, a read-only folder: the file is whole or as it was
+        print(f"pfnn-edit: {files.explain(error)}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     return 0
 
 

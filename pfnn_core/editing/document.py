@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from pfnn_core import files
 from pfnn_core.jsonfile import read_json
 
 KINDS = ("inertialize", "crossfade")
@@ -160,8 +161,7 @@ def edit_list_dict(edit: EditList) -> dict:
 def save_edit_list(edit: EditList, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(edit_list_dict(edit), indent=2) + "\n", encoding="utf-8")
-    return path
+    return files.write_text(path, json.dumps(edit_list_dict(edit), indent=2) + "\n")
 
 
 def piece_path(edit: EditList, index: int) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core import files
 from pfnn_core.evaluation import metrics
 from pfnn_core.evaluation.analysis import Row
 from pfnn_core.evaluation.suite import SUBJECTS
@@ -78,14 +79,14 @@ def write_report(path: Path, rows: list[Row], header: dict, plots: list[Path]) -
     lines += [f"- {line}" for line in summary_text(rows).splitlines()]
     lines += ["", report_table(rows), "", "## Plots", ""]
     lines += [f"![{plot.stem}]({plot.relative_to(path.parent).as_posix()})" for plot in plots]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files.write_text(path, "\n".join(lines) + "\n")
 
 
 def write_results(path: Path, rows: list[Row], extra: dict) -> None:
     counts = summary(rows)
-    path.write_text(json.dumps({**extra, "rows": [row.as_dict() for row in rows],
-                                "passed": {s: c["passed"] for s, c in counts.items()},
-                                "checked": {s: c["checked"] for s, c in counts.items()}}, indent=1), encoding="utf-8")
+    files.write_text(path, json.dumps({**extra, "rows": [row.as_dict() for row in rows],
+                                      "passed": {s: c["passed"] for s, c in counts.items()},
+                                      "checked": {s: c["checked"] for s, c in counts.items()}}, indent=1))
 
 
 def plot_drive(path: Path, records: dict, contact_joints, floor) -> Path:
@@ -120,7 +121,7 @@ def plot_drive(path: Path, records: dict, contact_joints, floor) -> Path:
             axis.axvline(start, color="grey", lw=0.5)
     figure.suptitle(f"{first.drive.name}: {first.drive.description}")
     figure.subplots_adjust(left=0.06, right=0.98, bottom=0.07, top=0.9, wspace=0.18, hspace=0.3)
-    figure.savefig(path)
+    files.write_figure(path, figure)
     return path
 
 
@@ -168,5 +169,5 @@ def plot_filmstrip(path: Path, records: dict, names, parents, times=None, frames
                     axis.set_title(f"t = {time:.2f} s", fontsize="small")
     figure.suptitle(f"{first.drive.name} (character's own frame: side view faces right, top view faces up)")
     figure.subplots_adjust(left=0.04, right=0.99, bottom=0.01, top=0.93, wspace=0.05, hspace=0.05)
-    figure.savefig(path)
+    files.write_figure(path, figure)
     return path

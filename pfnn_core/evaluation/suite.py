@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core import files
 from pfnn_core.evaluation import metrics
 from pfnn_core.runtime.settings import RuntimeSettings
 
@@ -187,7 +188,7 @@ def run_subject(drive: ScriptedDrive, subject: str, checkpoint, out_dir: Path | 
     if out_dir is not None:
         folder = Path(out_dir) / subject
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "script.json").write_text(json.dumps(drive.script(), indent=1), encoding="utf-8")
+        files.write_text(folder / "script.json", json.dumps(drive.script(), indent=1))
     result = drive_module.run_drive(drive_module.parse_script(drive.script()), checkpoint, folder, settings=settings)
     log = {name: np.asarray(result.log[name], dtype=np.float64) for name in LOG_COLUMNS}
     return DriveRecord(drive=drive, subject=subject, log=log,

@@ -45,9 +45,11 @@ class StyleStats:
             value = values.get(name)
             return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
-        return StyleStats(minutes=float(values.get("minutes") or 0.0),
-                          content_minutes={str(k): float(v or 0.0) for k, v in (values.get("content_minutes") or {}).items()},
-                          clips=int(values.get("clips") or 0), walk=speed("walk"), run=speed("run"),
+        content = _object(values.get("content_minutes"), "content_minutes")
+        return StyleStats(minutes=speed("minutes") or 0.0,
+                          content_minutes={str(k): float(v) for k, v in content.items() if _is_number(v)},
+                          clips=int(values["clips"]) if _is_number(values.get("clips")) else 0,
+                          walk=speed("walk"), run=speed("run"),
                           slowest_walk=speed("slowest_walk"), walk_back=speed("walk_back"),
                           side_step=speed("side_step"), stride=values.get("stride") or None)
 
@@ -87,28 +89,32 @@ class ModelCard:
         """Parse a checkpoint's metadata (`config`: the kind's model config when it has a beta and a
         phase function, as the PFNN's `ModelConfig`)."""
         meta = meta or {}
-        styles = meta.get("styles") or {}
-        stats = styles.get("stats") or {}
-        if not isinstance(stats, Mapping):
-            raise CardError(f"styles.stats: expected an object of per-style statistics, got {type(stats).__name__}")
-        training_config = (meta.get("training") or {}).get("config") or {}
+        styles = _object(meta.get("styles"), "styles")
+        stats = _object(styles.get("stats"), "styles.stats")
+        training, data = _object(meta.get("training"), "training"), _object(meta.get("data"), "data")
+        training_config = _object(training.get("config"), "training.config")
+        stance = _object(meta.get("stance"), "stance")
+        style_names = styles.get("names") or []
+        if not isinstance(style_names, list):
+            raise CardError(f"styles.names: expected a list of style names, got {type(style_names).__name__}")
         trained_beta = _trained_beta(training_config, config)
         return ModelCard(
             kind=str(kind or meta.get("kind") or "pfnn"),
             skeleton=_checked_skeleton(meta.get("skeleton")),
             layout=layout if layout is not None else meta.get("layout"),
             floor_heights=_floor_heights(meta.get("floor_heights")),
-            stance=_stance((meta.get("stance") or {}).get("positions")),
-            stance_spread=_stance_spread(meta.get("stance") or {}),
-            stride=meta.get("stride") or dict(FALLBACK_STRIDE),
-            gait_speeds=_gait_speeds(meta.get("gait_speeds")),
-            style_names=tuple(str(n) for n in (styles.get("names") or [])),
-            style_stats={str(name): StyleStats.from_dict(values or {}) for name, values in stats.items()},
+            stance=_stance(stance.get("positions")),
+            stance_spread=_stance_spread(stance),
+            stride=_object(meta.get("stride"), "stride") or dict(FALLBACK_STRIDE),
+            gait_speeds=_gait_speeds(_object(meta.get("gait_speeds"), "gait_speeds")),
+            style_names=tuple(str(n) for n in style_names),
+            style_stats={str(name): StyleStats.from_dict(_object(values, f"styles.stats.{name}"))
+                         for name, values in stats.items()},
             trained_beta=trained_beta,
             beta_range=_beta_range(training_config, config, trained_beta),
-            training=dict(meta.get("training") or {}), data=dict(meta.get("data") or {}),
-            extra=dict(meta.get(str(kind or meta.get("kind") or "pfnn")) or {}),
-            **_training_facts(meta.get("data") or {}, training_config),
+            training=dict(training), data=dict(data),
+            extra=dict(_object(meta.get(str(kind or meta.get("kind") or "pfnn")), str(kind or meta.get("kind")))),
+            **_training_facts(data, training_config),
         )
 
     # ---- facts derived once -------------------------------------------------------------------
@@ -154,7 +160,7 @@ class ModelCard:
 def _training_facts(data: Mapping[str, Any], training_config: Mapping[str, Any]) -> dict:
     """Where the model's mocap is and how its run split it (older checkpoints store fewer of these)."""
     def names(values):
-        return tuple(str(v) for v in (values or []) if isinstance(v, str))
+        return tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
 
     fraction, seed = training_config.get("val_fraction", 0.1), training_config.get("seed", 0)
     return {"trained_on": names(data.get("folders")) + names(training_config.get("data")),
@@ -173,17 +179,38 @@ def _checked_skeleton(skeleton) -> Mapping[str, Any]:
         raise CardError(f"skeleton.parents: expected {len(names)} parent indices")
     if any(not isinstance(p, int) or not -1 <= p < j for j, p in enumerate(parents)):
         raise CardError("skeleton.parents: every parent must come before its joint (-1 for the root)")
-    offsets = np.asarray(offsets, dtype=float) if offsets is not None else None
-    if offsets is None or offsets.shape != (len(names), 3) or not np.isfinite(offsets).all():
+    if _finite_array(offsets, (len(names), 3)) is None:
         raise CardError(f"skeleton.offsets: expected [{len(names)}, 3] finite offsets (m)")
     return skeleton
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _object(value, where: str) -> Mapping[str, Any]:
+    """A field that must be a JSON object: {} when absent, CardError naming it when it is something else."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise CardError(f"{where}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _finite_array(value, shape: tuple) -> np.ndarray | None:
+    """`value` as finite floats of `shape`, or None when it is not that (ragged lists, text, NaN...)."""
+    try:
+        values = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return values if values.shape == shape and np.isfinite(values).all() else None
 
 
 def _floor_heights(heights) -> np.ndarray | None:
     if heights is None or (isinstance(heights, (list, tuple)) and not heights):
         return None  # not measured (a training set without contact labels; a checkpoint older than the field)
-    values = np.asarray(heights, dtype=float)
-    if values.shape != (4,) or not np.isfinite(values).all():
+    values = _finite_array(heights, (4,))
+    if values is None:
         raise CardError(f"checkpoint field floor_heights: expected 4 finite heights (m), got {heights!r}")
     return values
 
@@ -191,21 +218,21 @@ def _floor_heights(heights) -> np.ndarray | None:
 def _stance(positions) -> np.ndarray | None:
     if positions is None:
         return None
-    values = np.asarray(positions, dtype=float)
-    if values.shape != (4, 3) or not np.isfinite(values).all():
-        raise CardError(f"checkpoint field stance.positions: expected [4, 3] finite positions (m), got {values.tolist()}")
+    values = _finite_array(positions, (4, 3))
+    if values is None:
+        raise CardError(f"checkpoint field stance.positions: expected [4, 3] finite positions (m), got {positions!r:.200}")
     return values
 
 
 def _stance_spread(stance: Mapping[str, Any]) -> float | None:
     if stance.get("positions") is None:
         return None
-    spread = np.asarray(stance.get("spread") or np.zeros((4, 3)), dtype=float)
-    return float(np.sqrt(np.mean(np.linalg.norm(spread, axis=-1) ** 2))) if np.isfinite(spread).all() else None
+    spread = _finite_array(stance.get("spread") or np.zeros((4, 3)), (4, 3))
+    return float(np.sqrt(np.mean(np.linalg.norm(spread, axis=-1) ** 2))) if spread is not None else None
 
 
 def _gait_speeds(speeds) -> dict[str, float]:
-    speeds = {k: float(v) for k, v in (speeds or {}).items() if isinstance(v, (int, float)) and math.isfinite(v)}
+    speeds = {k: float(v) for k, v in speeds.items() if _is_number(v)}
     if "run" not in speeds and "walk" in speeds:
         speeds["run"] = RUN_TO_WALK_SPEED * speeds["walk"]
     return speeds

@@ -7,8 +7,8 @@ reads a file of any kind.
 PFNN tensors: the model weights under `model.*`, the normalisation under `norm.x_mean`, `norm.x_std`,
 `norm.y_mean`, `norm.y_std`, and, in a resumable training checkpoint, optimizer and RNG state under
 `train.*`. The header metadata key `pfnn` holds one JSON object: `format`, `version`, `kind` (absent in
-checkpoints older than the other kinds: 'pfnn'), `model_config`, `layout` and whatever the caller passes as `meta` (skeleton, stride, gait_speeds, data, training,
-resume...). Loading reads the header by hand first (so a pickle, a zip or garbage gets a clear message)
+checkpoints older than the other kinds: 'pfnn'), `model_config`, `layout` and whatever the caller passes
+as `meta` (skeleton, stride, gait_speeds, data, training, resume...). Loading reads the header by hand first (so a pickle, a zip or garbage gets a clear message)
 and then uses `safetensors.safe_open`; nothing is ever unpickled.
 """
 from __future__ import annotations
@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save
 
+from pfnn_core import files
 from pfnn_core.models.card import CardError, ModelCard
 from pfnn_core.models.pfnn import PFNN, ModelConfig
 
@@ -97,8 +98,9 @@ def save_checkpoint(path, model: PFNN, layout, norm, meta: dict | None = None,
 def write_checkpoint(path, kind: str, tensors: dict[str, torch.Tensor], layout, meta: dict | None = None,
                      model_config: dict | None = None) -> Path:
     """Write any kind's checkpoint: its tensors, the feature layout and the JSON metadata (the card's
-    facts and the kind's own). The file is written next to its destination and renamed, so a crash never
-    leaves half a checkpoint."""
+    facts and the kind's own). Made in memory, then written next to its destination, fsynced and
+    renamed (`files.write_bytes`), so a crash or a full disk never leaves half a checkpoint
+    (`files.WriteError`, an OSError naming the file, then)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": str(kind),
@@ -108,14 +110,7 @@ def write_checkpoint(path, kind: str, tensors: dict[str, torch.Tensor], layout, 
             raise ValueError(f"meta key {key!r} is reserved")
         header[key] = value
     tensors = {name: torch.as_tensor(value).detach().cpu().contiguous() for name, value in tensors.items()}
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        save_file(tensors, str(temporary), metadata={METADATA_KEY: json.dumps(header)})
-        temporary.chmod(0o644)  # safetensors creates its files owner-only; models are shared assets
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    files.write_bytes(path, save(tensors, metadata={METADATA_KEY: json.dumps(header)}))
     return path
 
 
@@ -142,7 +137,7 @@ def _check_safetensors_header(path: Path) -> None:
         raw_header = stream.read(header_size) if valid_size else b""
     try:
         header = json.loads(raw_header.decode("utf-8")) if valid_size else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep, an integer too long
         header = None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: {_describe_non_safetensors(start)}")
@@ -154,7 +149,7 @@ def _read_metadata(path: Path, metadata: dict | None) -> dict:
                               "not a checkpoint written by pfnn-train")
     try:
         info = json.loads(metadata[METADATA_KEY])
-    except json.JSONDecodeError as error:
+    except (ValueError, RecursionError) as error:  # not JSON, nested too deep, an integer too long
         raise CheckpointError(f"{path}: '{METADATA_KEY}' metadata is not valid JSON ({error})") from None
     if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
         raise CheckpointError(f"{path}: '{METADATA_KEY}' metadata does not describe a {FORMAT_NAME}")
@@ -168,6 +163,8 @@ def _checked_tensor(path: Path, tensors: dict, name: str, shape: tuple) -> torch
     if name not in tensors:
         raise CheckpointError(f"{path}: tensor {name!r} is missing")
     value = tensors[name]
+    if not value.is_floating_point():
+        raise CheckpointError(f"{path}: tensor {name!r} holds {value.dtype}, expected floating-point numbers")
     if tuple(value.shape) != tuple(shape):
         raise CheckpointError(f"{path}: tensor {name!r} has shape {tuple(value.shape)}, "
                               f"the model config needs {tuple(shape)}")
@@ -211,17 +208,32 @@ def stored_meta(info: dict) -> dict:
     return {key: value for key, value in info.items() if key not in ("format", "version", "kind", "model_config", "layout")}
 
 
+def _model_config(path: Path, values: dict, tensor_count: int) -> tuple[ModelConfig, dict]:
+    """The PFNN's config from the metadata and the shapes of the weights it asks for (found without
+    allocating them); CheckpointError unless a network can be built from it: sizes are whole numbers,
+    and no more layers than the file has tensors for."""
+    try:
+        config = ModelConfig.from_dict(values)
+        sizes = ("input_size", "output_size", "hidden_size", "num_layers", "num_kernels", "num_styles")
+        for name in sizes:
+            if isinstance(getattr(config, name), bool) or not isinstance(getattr(config, name), int):
+                raise ValueError(f"{name} must be a whole number, got {getattr(config, name)!r}")
+        if config.num_layers > tensor_count:
+            raise ValueError(f"num_layers {config.num_layers} is more than the file's {tensor_count} tensors")
+        with torch.device("meta"):
+            shapes = {name: value.shape for name, value in PFNN(config).state_dict().items()}
+    except (TypeError, ValueError, RuntimeError, OverflowError) as error:
+        raise CheckpointError(f"{path}: bad model_config ({error})") from None
+    return config, shapes
+
+
 def load_pfnn_checkpoint(path: Path, info: dict, tensors: dict, device="cpu") -> Checkpoint:
     """Rebuild a PFNN, its layout and normalisation from one checkpoint's contents; raise CheckpointError."""
     if not isinstance(info.get("model_config"), dict):
         raise CheckpointError(f"{path}: checkpoint metadata has no model_config")
-    try:
-        config = ModelConfig.from_dict(info["model_config"])
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{path}: bad model_config ({error})") from None
-    model = PFNN(config)
-    state = {name: _checked_tensor(path, tensors, f"model.{name}", value.shape)
-             for name, value in model.state_dict().items()}
+    config, shapes = _model_config(path, info["model_config"], len(tensors))
+    state = {name: _checked_tensor(path, tensors, f"model.{name}", shape) for name, shape in shapes.items()}
+    model = PFNN(config)  # now no larger than the tensors the file holds
     model.load_state_dict(state)
     norm_sizes = {"x_mean": config.input_size, "x_std": config.input_size,
                   "y_mean": config.output_size, "y_std": config.output_size}
