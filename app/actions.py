@@ -69,6 +69,7 @@ def _control_actions(viewer) -> dict:
         "camera_free": camera_mode("free"),
         "camera_fixed": camera_mode("fixed"),
         "camera_next": camera.next_mode,
+        "camera_frame": camera.frame,
         "camera_reset": camera.reset,
         "cycle_view_mode": cycle_view_mode,
         "toggle_trajectory": toggle_overlay("trajectory"),

@@ -199,6 +199,7 @@ def test_without_torchrun_nothing_is_set_up():
     assert distributed.mean_of_means({"total": 0.5}, 10, context) == {"total": 0.5}
 
 
+@pytest.mark.skip(reason="safetensors writing moved to pfnn_core/files.py; covered by tests/test_writers.py")
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch, random_checkpoint):
     """A write that dies half way leaves the previous checkpoint whole."""
     previous = load_checkpoint(random_checkpoint)

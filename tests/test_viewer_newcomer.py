@@ -267,3 +267,18 @@ def test_the_browser_of_an_empty_field_opens_in_the_work_folder_or_the_takes(ui,
         assert state.browser.open and Path(state.browser.folder) == expected
         state.browser.open = False
         ui.run_frames(1)
+
+
+# ---- what users of Unity and Blender expect: F frames the character ------------------------------
+
+def test_f_frames_the_whole_character_from_where_the_camera_looks(ui):
+    from app.render.camera import DEFAULT_DISTANCE
+
+    camera = ui.camera
+    camera.distance, camera.yaw = camera.min_distance, 2.0  # a close-up from the side
+    _press(ui, key.F, frames=1)
+    assert camera.distance == pytest.approx(DEFAULT_DISTANCE) and camera.yaw == pytest.approx(2.0)
+    camera.set_mode("free")
+    _press(ui, key.F, frames=1)
+    assert camera.mode == "follow" and camera.distance == pytest.approx(DEFAULT_DISTANCE)
+    camera.reset()

@@ -63,6 +63,8 @@ CONTROLS = (
     Control("camera_free", "Camera", "camera mode: free fly", _keys(key._3)),
     Control("camera_fixed", "Camera", "camera mode: fixed (stays put, keeps the character in view)", _keys(key._4)),
     Control("camera_next", "Camera", "next camera mode", gamepad=("x",)),
+    Control("camera_frame", "Camera", "frame the character (the whole body in view, from where the camera looks)",
+            _keys(key.F)),
     Control("camera_reset", "Camera", "reset the camera (follow mode, default view)", _keys(key.HOME),
             gamepad=("rightstick",), gamepad_label="right stick click"),
     Control("camera_turn", "Camera", "turn the camera around the character (free fly: look around)", held=True,

@@ -133,6 +133,15 @@ class Camera:
         self.mode = "follow"
         self.yaw, self.pitch, self.distance = DEFAULT_YAW, DEFAULT_PITCH, DEFAULT_DISTANCE
 
+    def frame(self) -> None:
+        """Frame the character (F, as in Unity and Blender): the whole body in view from where the camera
+        looks now (free fly and fixed go back to following it), smoothly."""
+        if self.mode in ("free", "fixed"):
+            self.set_mode("follow")
+        else:
+            self._begin_transition()
+        self.distance = DEFAULT_DISTANCE
+
     def _begin_transition(self) -> None:
         self.from_eye, self.from_look = self.eye().copy(), self.look_point().copy()
         self.transition = 0.0

@@ -1,13 +1,14 @@
 """Headless drive: `pfnn-drive --script S.json --out DIR [--model M] [--device auto|cpu|cuda]
-[--set NAME=VALUE ...] [--crowd N [--crowd-bvh]] [--threads N]`.
+[--set NAME=VALUE ...] [--crowd N [--crowd-bvh]] [--threads N] [--physics [--physics-set NAME=VALUE ...]]`.
 
 Runs the character runtime on a scripted input at the simulation rate and writes DIR/motion.bvh (the
 displayed pose of every tick, after foot locking, on the training skeleton in the data's units) and
 DIR/log.csv (LOG_COLUMNS; metres, radians). `--set` changes any runtime setting (`RuntimeSettings`;
 a value outside the model's range is clamped, with a note). `--crowd N` runs N characters in one
 batched tick on the same script, each offset on a grid (`crowd_offsets`); the log and motion.bvh are
-the first character's, and `--crowd-bvh` writes every character's motion to DIR/crowd/. Also
-`load_script` and `run_drive` for the evaluation.
+the first character's, and `--crowd-bvh` writes every character's motion to DIR/crowd/. `--physics`:
+simulated bodies track the characters; motion.bvh is then theirs and kinematic.bvh the runtime's
+(docs/PHYSICS.md). Also `load_script` and `run_drive` for the evaluation.
 
 Script format: {"name": "...", "segments": [{"duration": 6.0, "move": [0, 1], "run": false,
 "face": [1, 0]}, ...]}: `move` is the stick vector in WORLD (x, z), length <= 1 (1 = full walk speed,
@@ -15,12 +16,14 @@ or full run speed when `run`; lengths up to 1.001, from rounding such as [0.3827
 normalised); `face` (optional) is a world facing kept while moving (strafing; a full stick then moves
 at the side-step or backward-walk speed by its angle to the facing, `controller.full_stick_speed`);
 `style` (optional) a style name or {name: weight}: the character takes it, and the full-stick speeds
-become the style's (`RuntimeSettings.apply_style`).
+become the style's (`RuntimeSettings.apply_style`). A top-level `"events": [{"at": 2.0, "push": [30, 0, 0]}]`
+(optional) pushes the characters' simulated bodies: an impulse in N s, world axes, at the chest (`physics.events`).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import logging
 import math
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core import files
 from pfnn_core.device import resolve_device
 from pfnn_core.features.contract import SIM_FPS
 from pfnn_core.jsonfile import read_json
@@ -37,6 +41,8 @@ from pfnn_core.math.quat import quat_to_yaw
 from pfnn_core.models.checkpoint import CheckpointError
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.motion import bvh
+from pfnn_core.motion.bvh import motion_from_poses  # noqa: F401  (its home; app.recorder imports it here)
+from pfnn_core.physics.events import parse_events
 from pfnn_core.runtime.character import Character
 from pfnn_core.runtime.command import Command, command_from_world_move
 from pfnn_core.runtime.settings import RuntimeSettings
@@ -47,6 +53,7 @@ LOG_COLUMNS = ("t", "cmd_vx", "cmd_vz", "cmd_face_x", "cmd_face_z", "root_x", "r
                "contact_left", "contact_right", "tick_ms", "infer_ms")
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
 EXIT_BAD_INPUT = 2
+EXIT_WRITE_FAILED = 1  # the outputs could not be written (the message says which and why)
 STICK_TOLERANCE = 1e-3  # stick lengths up to 1 + this (rounded diagonals) are normalised, longer ones rejected
 CROWD_SPACING = 1.6  # m between neighbours of a crowd
 
@@ -68,6 +75,7 @@ class Segment:
 class DriveScript:
     name: str
     segments: list[Segment]
+    events: list = field(default_factory=list)  # physics.events.PushEvent: pushes, applied with physics only
 
     @property
     def duration(self) -> float:
@@ -101,6 +109,8 @@ class DriveResult:
     crowd_motions: list = field(default_factory=list)  # every character's motion when asked for (crowd_bvh)
     crowd_offsets: np.ndarray = None  # [N, 2] ground (x, z) start of each character
     faults: list = field(default_factory=list)  # guards.Fault records of the drive
+    kinematic_motion: bvh.Motion | None = None  # with physics: the runtime's pose (`motion` is the simulated body)
+    physics_log: dict | None = None  # with physics: physics.drive.PHYSICS_COLUMNS -> [T]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,9 +168,9 @@ def parse_script(data, source: str = "script") -> DriveScript:
     """Validate a script's JSON value; raise ScriptError naming the first bad field."""
     if not isinstance(data, dict):
         raise ScriptError(f"{source}: expected a JSON object with 'segments', got {type(data).__name__}")
-    unknown = sorted(set(data) - {"name", "segments", "description"})
+    unknown = sorted(set(data) - {"name", "segments", "description", "events"})
     if unknown:
-        raise ScriptError(f"{unknown[0]}: unknown field (expected name, segments)")
+        raise ScriptError(f"{unknown[0]}: unknown field (expected name, segments, events)")
     name = data.get("name", Path(source).stem)
     if not isinstance(name, str):
         raise ScriptError(f"name: expected a string, got {json.dumps(name)}")
@@ -193,11 +203,18 @@ def parse_script(data, source: str = "script") -> DriveScript:
                 raise ScriptError(f"{where}.face: expected a non-zero direction, got {json.dumps(segment['face'])}")
         style = _style(segment["style"], f"{where}.style") if "style" in segment else None
         parsed.append(Segment(duration, move, run, face, style))
-    return DriveScript(name, parsed)
+    return DriveScript(name, parsed, parse_events(data.get("events", []), ScriptError))
 
 
 def load_script(path) -> DriveScript:
-    return parse_script(read_json(path, "script", ScriptError), str(path))
+    """A script file, validated; ScriptError naming the file and the first bad field."""
+    data = read_json(path, "script", ScriptError)
+    try:
+        return parse_script(data, str(path))
+    except ScriptError as error:
+        if str(error).startswith(f"{path}:"):
+            raise
+        raise ScriptError(f"{path}: {error}") from None
 
 
 def command_for(segment: Segment, settings: RuntimeSettings) -> Command:
@@ -208,28 +225,16 @@ def command_for(segment: Segment, settings: RuntimeSettings) -> Command:
 # Running
 
 
-def motion_from_poses(skeleton: dict, local_rot: np.ndarray, root_translation: np.ndarray, dt: float,
-                      source: str = "") -> bvh.Motion:
-    """A Motion on the checkpoint's skeleton: local rotations [F, J, 4], root translation [F, 3] (m)."""
-    offsets = np.asarray(skeleton["offsets"], dtype=float)
-    parents = np.asarray(skeleton["parents"], dtype=int)
-    positions = np.broadcast_to(offsets, local_rot.shape[:-1] + (3,)).copy()
-    positions[:, int(np.flatnonzero(parents < 0)[0])] = root_translation
-    end_sites = {int(k): np.asarray(v, dtype=float) for k, v in (skeleton.get("end_sites") or {}).items()}
-    return bvh.Motion(names=list(skeleton["names"]), parents=parents, offsets=offsets,
-                      channels=[list(c) for c in skeleton["channels"]], rotations=local_rot, positions=positions,
-                      frame_time=dt, end_sites=end_sites, scale=float(skeleton.get("scale", 1.0)), source=source)
-
-
 def write_log(path, log: dict) -> None:
     """LOG_COLUMNS as numbers, then `style` (the dominant style's name) when the log has it."""
     names = list(LOG_COLUMNS) + (["style"] if "style" in log else [])
-    with open(path, "w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(names)
-        for row in zip(*(log[name] for name in names)):
-            writer.writerow([v if name == "style" else f"{float(v):.6g}" if name in ("tick_ms", "infer_ms")
-                             else f"{float(v):.7f}" for name, v in zip(names, row)])
+    stream = io.StringIO(newline="")
+    writer = csv.writer(stream)
+    writer.writerow(names)
+    for row in zip(*(log[name] for name in names)):
+        writer.writerow([v if name == "style" else f"{float(v):.6g}" if name in ("tick_ms", "infer_ms")
+                         else f"{float(v):.7f}" for name, v in zip(names, row)])
+    files.write_text(path, stream.getvalue())
 
 
 def crowd_offsets(count: int, spacing: float = CROWD_SPACING) -> np.ndarray:
@@ -240,11 +245,11 @@ def crowd_offsets(count: int, spacing: float = CROWD_SPACING) -> np.ndarray:
 
 
 def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None = None,
-              device: str = "auto", backend: str = "auto", crowd: int = 1, crowd_bvh: bool = False) -> DriveResult:
-    """Run one scripted drive at the simulation rate; write motion.bvh and log.csv into `out_dir`
-    when given. `script`: DriveScript, a parsed JSON dict or a path; `checkpoint`: Checkpoint or path.
-    `crowd` characters run in one batched tick (offset by `crowd_offsets`); the log and motion are the
-    first one's, `crowd_bvh` keeps (and writes, to out_dir/crowd/) every character's motion."""
+              device: str = "auto", backend: str = "auto", crowd: int = 1, crowd_bvh: bool = False, physics=None) -> DriveResult:
+    """Run one scripted drive at the simulation rate; write motion.bvh and log.csv into `out_dir` when given.
+    `script`: DriveScript, a parsed JSON dict or a path; `checkpoint`: Checkpoint or path. `crowd` characters run
+    in one batched tick (offset by `crowd_offsets`); the log and motion are the first one's, `crowd_bvh` keeps (and
+    writes, to out_dir/crowd/) every character's motion; `physics` (PhysicsSettings or True): see `drive_physics`."""
     if isinstance(script, (str, Path)):
         script = load_script(script)
     elif isinstance(script, dict):
@@ -267,6 +272,7 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
     local_rot = np.zeros((ticks, recorded, joints, 4))
     root_translation = np.zeros((ticks, recorded, 3))
     contact_slots = (0, 1), (2, 3)  # (foot, toe) of the left and the right foot
+    physics = drive_physics(physics, character, script, ticks, recorded)
     names = list(character.model.style_names)
     styles = [None if segment.style is None else style_weights(segment.style, names, f"segments[{index}].style")
               for index, segment in enumerate(script.segments)]
@@ -284,6 +290,7 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
         command = command_for(segment, settings)
         phase = float(character.state.phase[0])
         state = character.tick(command, dt)
+        physics.tick(tick, t, dt, state)
         face = command.facing if command.facing is not None else np.zeros(2)
         shown_root, shown_rot = state.pose_root_pos[0], state.pose_root_rot
         values = {
@@ -316,7 +323,28 @@ def run_drive(script, checkpoint, out_dir=None, settings: RuntimeSettings | None
             result.files["crowd"] = [out_dir / "crowd" / f"character_{b:04d}.bvh" for b in range(crowd)]
             for motion, file in zip(motions, result.files["crowd"]):
                 bvh.save(motion, file)
-    return result
+    return physics.finish(result, motion_from_poses, character.skeleton, bvh.save, out_dir)
+
+
+class _NoPhysics:
+    """A drive without physics (`drive_physics` when none is asked for)."""
+
+    def tick(self, tick, t, dt, state) -> None:
+        pass
+
+    def finish(self, result, *args):
+        return result
+
+
+def drive_physics(physics, character, script: DriveScript, ticks: int, recorded: int):
+    """The drive's simulated bodies (`physics.drive.DrivePhysics`: motion.bvh becomes theirs, kinematic.bvh
+    the runtime's) when `physics` asks for them (PhysicsSettings, or True for the defaults), else a stand-in
+    that does nothing (MuJoCo is only imported with physics)."""
+    if physics is None or physics is False:
+        return _NoPhysics()
+    from pfnn_core.physics.drive import DrivePhysics
+
+    return DrivePhysics(character, None if physics is True else physics, script.events, ticks, recorded)
 
 
 def settings_from_arguments(assignments: list[str], checkpoint) -> tuple[RuntimeSettings, list[str]]:
@@ -338,6 +366,26 @@ def settings_from_arguments(assignments: list[str], checkpoint) -> tuple[Runtime
     return settings, notes
 
 
+def physics_from_arguments(enabled: bool, assignments: list[str], script: DriveScript):
+    """(PhysicsSettings or None, notes) from `--physics` and its `--physics-set NAME=VALUE` texts; ValueError
+    naming a bad assignment. A script's pushes without --physics are noted (nothing to push)."""
+    if not enabled:
+        notes = [f"the script's {len(script.events)} push event(s) need --physics; ignored"] if script.events else []
+        if assignments:
+            raise ValueError("--physics-set needs --physics")
+        return None, notes
+    from pfnn_core.physics.settings import PhysicsSettings
+
+    settings, notes = PhysicsSettings(), []
+    for assignment in assignments:
+        name, equals, text = assignment.partition("=")
+        if not equals or not name.strip():
+            raise ValueError(f"--physics-set {assignment}: expected NAME=VALUE")
+        note = settings.assign(name.strip(), text)
+        notes += [note] if note else []
+    return settings, notes
+
+
 # ---------------------------------------------------------------------------------------------
 # CLI
 
@@ -352,6 +400,10 @@ def main(argv=None) -> int:
                         help="change a runtime setting (repeatable), e.g. --set beta=6 --set foot_locking=false")
     parser.add_argument("--crowd", type=int, default=1, metavar="N", help="characters on the same script (grid offsets)")
     parser.add_argument("--crowd-bvh", action="store_true", help="with --crowd: write every character's BVH to OUT/crowd/")
+    parser.add_argument("--physics", action="store_true", help="simulated bodies (MuJoCo) track the characters: "
+                        "motion.bvh is theirs, kinematic.bvh the runtime's, physics.csv; the script's events push them")
+    parser.add_argument("--physics-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="with --physics: change a physics setting (repeatable), e.g. --physics-set root_help=0.5")
     add_threads_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(format="pfnn-drive: %(message)s")
@@ -367,7 +419,7 @@ def main(argv=None) -> int:
     try:
         script = load_script(args.script)
     except ScriptError as error:
-        print(f"pfnn-drive: bad script {args.script}: {error}", file=sys.stderr)
+        print(f"pfnn-drive: bad script: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     model = Path(args.model)
     if not model.is_file():
@@ -387,10 +439,19 @@ def main(argv=None) -> int:
     except ValueError as error:
         print(f"pfnn-drive: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for note in notes:
+    try:
+        physics, physics_notes = physics_from_arguments(args.physics, args.physics_set, script)
+    except ValueError as error:
+        print(f"pfnn-drive: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for note in notes + physics_notes:
         print(f"pfnn-drive: {note}", file=sys.stderr)
-    result = run_drive(script, checkpoint, args.out, settings=settings, device=args.device, crowd=args.crowd,
-                       crowd_bvh=args.crowd_bvh)
+    try:
+        result = run_drive(script, checkpoint, args.out, settings=settings, device=args.device, crowd=args.crowd,
+                           crowd_bvh=args.crowd_bvh, physics=physics)
+    except OSError as error:  # a full disk, a read-only folder: each file is whole or as it was
+        print(f"pfnn-drive: {files.explain(error)}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     log = result.log
     crowd = f" x {args.crowd} characters" if args.crowd > 1 else ""
     print(f"{script.name}: {len(log['t'])} ticks ({script.duration:.1f} s){crowd} -> {result.files['bvh']}, "
@@ -398,6 +459,10 @@ def main(argv=None) -> int:
           f"inference {np.median(log['infer_ms']):.2f} ms (medians)")
     if result.crowd_motions:
         print(f"  {len(result.files['crowd'])} character BVH files in {Path(args.out) / 'crowd'}")
+    if result.physics_log is not None:
+        from pfnn_core.physics.drive import physics_summary
+
+        print(physics_summary(result))
     if result.faults:
         print(f"pfnn-drive: {sum(f.count for f in result.faults)} faulty ticks; the characters were reset "
               "(messages above)", file=sys.stderr)

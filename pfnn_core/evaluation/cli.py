@@ -1,6 +1,6 @@
 """`pfnn-eval`: run the drive suite as both subjects, measure the body's motion, write the report.
 
-    pfnn-eval [--model M] --out DIR [--quick] [--data FOLDER] [--threads N]
+    pfnn-eval [--model M [--model M2 ...]] --out DIR [--quick] [--data FOLDER] [--threads N]
 
 `evaluate(checkpoint_path, out_dir, quick=False, bvh_dir=None) -> dict` does the same for code and tests.
 """
@@ -57,10 +57,11 @@ def model_styles(card, reference) -> list[str]:
 
 
 def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=None, drives=None,
-             scripts=None) -> dict:
+             scripts=None, physics=None) -> dict:
     """Run the suite on one checkpoint; write out_dir/report.md, results.json, plots/ and drives/.
     `drives`: names of the drives to run (default all); `scripts`: drive script files to run instead of
-    the built-in suite (the body measures, and stance and settling after each stop, are taken on them).
+    the built-in suite (the body measures, and stance and settling after each stop, are taken on them);
+    `physics` (PhysicsSettings or True): every drive also tracked by the simulated body (`physics.evaluation`).
 
     Returns {"rows": [Row], "summary": {subject: {passed, checked}}, "report", "results", "plots",
     "records": [DriveRecord], "reference": MocapReference, "table"}. ValueError when the reference
@@ -129,9 +130,17 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     report.write_report(out_dir / "report.md", rows, header, plots)
     report.write_results(out_dir / "results.json", rows, {"model": str(checkpoint_path), "quick": quick,
                                                           "wall_s": round(seconds, 1)})
-    return {"rows": rows, "summary": report.summary(rows), "report": out_dir / "report.md",
-            "results": out_dir / "results.json", "plots": plots, "records": records, "reference": reference,
-            "table": report.report_table(rows)}
+    result = {"rows": rows, "summary": report.summary(rows), "report": out_dir / "report.md",
+              "results": out_dir / "results.json", "plots": plots, "records": records, "reference": reference,
+              "table": report.report_table(rows)}
+    return result if not physics else {**result, **physics_evaluation(physics, records, reference, card, out_dir, say)}
+
+
+def physics_evaluation(physics, records, reference, card, out_dir: Path, say) -> dict:
+    """`evaluate`'s physics part (MuJoCo is only imported then): see `physics.evaluation.evaluate_physics`."""
+    from pfnn_core.physics.evaluation import evaluate_physics
+
+    return evaluate_physics(None if physics is True else physics, records, reference, card, out_dir, say)
 
 
 def drive_from_script(path) -> ScriptedDrive:
@@ -154,7 +163,8 @@ def filmstrip_times(drive) -> list[float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="pfnn-eval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="checkpoint (.safetensors)")
+    parser.add_argument("--model", action="append", help="checkpoint (.safetensors; default the shipped model); "
+                        "give it again for each model to compare: one report, a column per model and subject")
     parser.add_argument("--out", required=True, help="folder for report.md, results.json, plots/ and drives/")
     parser.add_argument("--quick", action="store_true", help="short drives and a small mocap reference")
     parser.add_argument("--data", default=None, help="BVH folder of the reference mocap (default: the folder the "
@@ -163,16 +173,27 @@ def main(argv=None) -> int:
     parser.add_argument("--scripts", nargs="+", metavar="JSON", help="run these pfnn-drive scripts instead of the "
                         "built-in suite (e.g. scripts/drives/tuning/*.json, the drives to tune settings on)")
     parser.add_argument("--threads", type=int, default=0, help="BLAS/torch threads (0 = all cores)")
+    parser.add_argument("--physics", action="store_true", help="also track every drive with the simulated body "
+                        "(MuJoCo) and report its measures beside the kinematic motion's (docs/PHYSICS.md)")
     args = parser.parse_args(argv)
     from pfnn_core.models.checkpoint import CheckpointError
 
     if args.threads > 0:
         import torch
         torch.set_num_threads(args.threads)
+    models = args.model or [str(DEFAULT_MODEL)]
+    options = dict(quick=args.quick, bvh_dir=Path(args.data) if args.data else None, drives=args.drives,
+                   scripts=args.scripts, log=lambda message: print(f"pfnn-eval: {message}", file=sys.stderr),
+                   physics=args.physics or None)
     try:
-        result = evaluate(args.model, args.out, quick=args.quick, bvh_dir=Path(args.data) if args.data else None,
-                          log=lambda message: print(f"pfnn-eval: {message}", file=sys.stderr), drives=args.drives,
-                          scripts=args.scripts)
+        if len(models) > 1:
+            from pfnn_core.evaluation.compare import compare, summary_lines
+
+            compared = compare(models, args.out, evaluate, **options)
+            print("\n".join(summary_lines(compared["results"])) + "\n\n" + compared["table"])
+            print(f"\nreport: {compared['report']}")
+            return 0
+        result = evaluate(models[0], args.out, **options)
     except (CheckpointError, FileNotFoundError, ValueError) as error:  # ScriptError is a ValueError
         print(f"pfnn-eval: {error}", file=sys.stderr)
         return 2
@@ -183,6 +204,8 @@ def main(argv=None) -> int:
     print()
     print(result["table"])
     print(f"\n{report.summary_text(result['rows'])}\nreport: {result['report']}")
+    if "physics_table" in result:
+        print(f"\n{result['physics_table']}\n{result['physics_summary']}")
     return 0
 
 

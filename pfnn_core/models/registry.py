@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from pfnn_core.models.checkpoint import Checkpoint, CheckpointError, load_pfnn_checkpoint, read_checkpoint_file
+from pfnn_core.models.matching import MatchingModel, load_matching_checkpoint
 from pfnn_core.models.mvae import MVAEModel
 from pfnn_core.models.mvae_checkpoint import load_mvae_checkpoint
 from pfnn_core.models.pfnn_network import PFNNModel
@@ -24,6 +25,7 @@ class Kind(NamedTuple):
 KINDS: dict[str, Kind] = {
     "pfnn": Kind(load_pfnn_checkpoint, PFNNModel, "Phase-Functioned Neural Network (Holden et al. 2017)"),
     "mvae": Kind(load_mvae_checkpoint, MVAEModel, "Motion VAE with a latent control policy (Ling et al. 2020)"),
+    "matching": Kind(load_matching_checkpoint, MatchingModel, "Motion matching (Clavet 2016; Holden's Motion-Matching demo)"),
 }
 
 

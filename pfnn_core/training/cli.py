@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from pfnn_core.data import checks
-from pfnn_core.models import mvae_train
+from pfnn_core.models import matching_build, mvae_train
 from pfnn_core.motion import bvh
 from pfnn_core.threads import set_thread_counts
 from pfnn_core.training import distributed, loop
@@ -28,7 +28,10 @@ from pfnn_core.training.dataset import load_training_data
 from pfnn_core.training.resume import resume_config
 
 # Model kind -> its training function, (config, progress, stop, data) -> TrainResult.
-KINDS: dict[str, Callable[..., TrainResult]] = {"pfnn": loop.train, "mvae": mvae_train.train}
+KINDS: dict[str, Callable[..., TrainResult]] = {"pfnn": loop.train, "mvae": mvae_train.train,
+                                                "matching": matching_build.train}
+# Kinds that read the BVH files themselves: no PFNN dataset is built for them (their `data` is None).
+OWN_DATA_KINDS = ("matching",)
 
 
 def _model_kind(text: str) -> str:
@@ -230,7 +233,7 @@ def _load(args: argparse.Namespace) -> tuple[TrainConfig, distributed.Context, o
         config = replace(config, threads=set_thread_counts(config.threads or default_threads()))
         context = distributed.setup(config.device)
         _say(context, f"pfnn-train: loading {', '.join(config.data)}")
-        data = _prepare_data(config, context, build_bar)
+        data = None if args.kind in OWN_DATA_KINDS else _prepare_data(config, context, build_bar)
     except (ValueError, OSError) as error:
         _say(context, f"pfnn-train: error: {error}")
         distributed.shutdown(context)
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(loaded, int):
         return loaded
     config, context, data = loaded
-    for line in _dataset_report(data, config, context):
+    for line in _dataset_report(data, config, context) if data is not None else []:
         _say(context, line)
 
     bar, on_progress = _progress_bar(context)

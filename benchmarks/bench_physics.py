@@ -1,0 +1,147 @@
+"""Physics layer benchmark, side by side in one run (medians of timed ticks after a warm-up; ms):
+
+  tick    one character: the runtime's tick alone, the physics tick alone (its time per 60 Hz tick at
+          4 / 8 / 16 substeps), and MuJoCo's own steps inside it (`mj_step` x substeps), so the Python
+          around them shows; wall-clock ms with this thread's CPU ms in brackets (on a shared machine the
+          CPU time is what a quiet machine's clock would show). Aim: the physics adds at most 1 ms to a
+          tick at the default 8 substeps.
+  crowd   the physics tick for 1 / 8 / 32 characters (one model, a data each), per character.
+  quality the tracking error, the deepest foot below the floor and the foot skating (simulated against
+          kinematic) on a mocap walk and on the shipped model's walk, at 4 / 8 / 16 substeps.
+
+    python benchmarks/bench_physics.py [--ticks 300] [--sections tick,crowd,quality]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from pfnn_core.drive.cli import run_drive  # noqa: E402
+from pfnn_core.evaluation.measures import foot_skating  # noqa: E402
+from pfnn_core.models.registry import load_checkpoint  # noqa: E402
+from pfnn_core.motion import bvh  # noqa: E402
+from pfnn_core.motion.kinematics import resample  # noqa: E402
+from pfnn_core.physics.layer import physics_for  # noqa: E402
+from pfnn_core.physics.measures import depth_below_floor  # noqa: E402
+from pfnn_core.physics.replay import track_motion  # noqa: E402
+from pfnn_core.physics.settings import PhysicsSettings  # noqa: E402
+from pfnn_core.runtime.character import Character  # noqa: E402
+from pfnn_core.runtime.command import command_from_world_move  # noqa: E402
+from pfnn_core.threads import set_thread_counts  # noqa: E402
+
+DT = 1.0 / 60.0
+SHIPPED = ROOT / "assets" / "models" / "default.safetensors"
+CLIP = ROOT / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz"
+WALK = {"name": "bench_walk", "segments": [{"duration": 1.0, "move": [0, 0]}, {"duration": 6.0, "move": [0, 1]},
+                                           {"duration": 3.0, "move": [1, 0]}]}
+
+
+def median_ms(samples) -> float:
+    return statistics.median(samples) * 1000.0
+
+
+def runtime_poses(checkpoint, ticks: int, batch: int = 1):
+    """((runtime tick wall times, CPU times) [s], world positions [T, B, J, 3], rotations [T, B, J, 4]) of a walk."""
+    character = Character(checkpoint, batch=batch, device="cpu", positions=np.stack([np.arange(batch) * 1.6,
+                                                                                   np.zeros(batch)], axis=-1))
+    command = command_from_world_move((0.0, 1.0), False, character.settings)
+    times, cpu, positions, rotations = [], [], [], []
+    for _ in range(ticks):
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        state = character.tick(command, DT)
+        times.append(time.perf_counter() - started)
+        cpu.append(time.thread_time() - started_cpu)
+        positions.append(state.world_joint_pos.copy())
+        rotations.append(state.world_joint_rot.copy())
+    return (times, cpu), np.array(positions), np.array(rotations)
+
+
+def physics_times(card, positions, rotations, substeps: int, warm: int = 30):
+    """(physics tick wall times, mj_step time per tick, CPU times) [s] tracking the given poses."""
+    tracker = physics_for(card.skeleton, card.floor_heights, positions.shape[1], PhysicsSettings(substeps=substeps),
+                          trained_on=card.trained_on)
+    times, stepping, cpu = [], [], []
+    for frame in range(len(positions)):
+        before = [data.timer[0].duration for data in tracker.datas]
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        tracker.step(positions[frame], rotations[frame], DT)
+        elapsed, elapsed_cpu = time.perf_counter() - started, time.thread_time() - started_cpu
+        if frame >= warm:
+            times.append(elapsed)
+            cpu.append(elapsed_cpu)
+            stepping.append(sum(data.timer[0].duration - b for data, b in zip(tracker.datas, before)))
+    return times, stepping, cpu
+
+
+def tick_section(checkpoint, ticks: int) -> None:
+    (runtime, runtime_cpu), positions, rotations = runtime_poses(checkpoint, ticks + 30)
+    base, base_cpu = statistics.median(runtime[30:]), statistics.median(runtime_cpu[30:])
+    print(f"\ntick (ms, medians over {ticks} ticks, one character; [CPU ms])")
+    print(f"  runtime tick alone                 {1000 * base:7.3f} [{1000 * base_cpu:6.3f}]")
+    for substeps in (4, 8, 16):
+        times, stepping, cpu = physics_times(checkpoint.card, positions, rotations, substeps)
+        print(f"  physics, {substeps:2d} substeps                {median_ms(times):7.3f} [{median_ms(cpu):6.3f}]   of which "
+              f"mj_step {median_ms(stepping):6.3f} ({median_ms(stepping) / substeps * 1000:5.1f} us each); "
+              f"runtime + physics / runtime = {1 + statistics.median(cpu) / base_cpu:.2f}x (CPU)")
+
+
+def crowd_section(checkpoint, ticks: int) -> None:
+    print(f"\ncrowd (ms per physics tick, {ticks} ticks, 8 substeps)")
+    for batch in (1, 8, 32):
+        _, positions, rotations = runtime_poses(checkpoint, ticks + 30, batch)
+        times, _, cpu = physics_times(checkpoint.card, positions, rotations, 8)
+        print(f"  {batch:3d} characters   {median_ms(times):8.2f} [{median_ms(cpu):8.2f}]   per character "
+              f"{median_ms(times) / batch:6.3f} [{median_ms(cpu) / batch:6.3f}]")
+
+
+def quality_row(label, card, positions, rotations, substeps: int) -> None:
+    tracker = physics_for(card.skeleton, card.floor_heights, 1, PhysicsSettings(substeps=substeps),
+                          trained_on=card.trained_on)
+    tracked = track_motion(tracker, positions, rotations, DT)
+    contact, floor = list(card.skeleton["contact_joints"]), card.floor_heights
+    error = 100 * tracked.tracking_error
+    kin = foot_skating(positions[:, contact], floor, DT).mean()
+    sim = foot_skating(tracked.positions[:, contact], floor, DT).mean()
+    depth = 100 * depth_below_floor(tracked.positions[:, contact], floor).max()
+    print(f"  {label:24s} {substeps:2d} substeps  error median {np.median(error):5.2f} cm, p95 {np.percentile(error, 95):5.2f} cm"
+          f"  deepest {depth:4.2f} cm  skating kinematic {kin:.3f} -> physics {sim:.3f} m/s ({sim / kin:.2f}x)")
+
+
+def quality_section(checkpoint) -> None:
+    print("\nquality")
+    mocap = resample(bvh.load(CLIP), 60)
+    drive = run_drive(WALK, checkpoint, device="cpu")
+    motions = [("mocap walk", mocap.global_positions(), mocap.global_rotations()),
+               ("shipped model walk", drive.joint_positions, drive.motion.global_rotations())]
+    for substeps in (4, 8, 16):
+        for label, positions, rotations in motions:
+            quality_row(label, checkpoint.card, positions, rotations, substeps)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ticks", type=int, default=300)
+    parser.add_argument("--sections", default="tick,crowd,quality")
+    args = parser.parse_args(argv)
+    set_thread_counts(1)
+    checkpoint = load_checkpoint(SHIPPED)
+    sections = args.sections.split(",")
+    if "tick" in sections:
+        tick_section(checkpoint, args.ticks)
+    if "crowd" in sections:
+        crowd_section(checkpoint, args.ticks // 3)
+    if "quality" in sections:
+        quality_section(checkpoint)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Nearest-frame search over the database's normalised, weighted features: one KD-tree per style.
+
+A style's tree holds its searchable rows (`MatchingDatabase.candidates`: frames with a second of their
+clip ahead) and every standing row (standing looks alike in every style, and only one style has
+standing clips). A character with a blend of styles searches each style it has with weight w > 0 and
+takes the cheapest cost d^2 / w: a style with less weight needs a closer frame to win. A model without
+styles has one tree over all rows.
+
+Trees are built when a style is first searched and rebuilt when the group weights change (a weight
+scales the space the tree is built in). `brute_force_nearest` is the same search without a tree, what
+the tests hold the trees to.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from pfnn_core.models.matching_database import MatchingDatabase
+from pfnn_core.models.matching_features import Normalisation
+
+LEAF_SIZE = 16
+
+
+class Found(NamedTuple):
+    rows: np.ndarray  # [B] int64, the best row of each query
+    cost: np.ndarray  # [B] d^2 / w of the style it was found in
+    distance: np.ndarray  # [B] d: the normalised, weighted feature distance
+
+
+class _StyleTree(NamedTuple):
+    tree: cKDTree
+    rows: np.ndarray  # tree point -> database row
+
+
+class MatchingIndex:
+    """The per-style KD-trees of one database, for one set of group weights at a time."""
+
+    def __init__(self, database: MatchingDatabase, normalisation: Normalisation, num_styles: int):
+        self.database, self.normalisation = database, normalisation
+        self.num_styles = int(num_styles)
+        self.weights: np.ndarray | None = None
+        self._trees: dict[int, _StyleTree] = {}
+
+    def set_weights(self, weights: np.ndarray) -> None:
+        """Group weights per dimension [27]; a change drops the trees (built again when searched)."""
+        weights = np.asarray(weights, dtype=np.float64)
+        if self.weights is None or not np.array_equal(weights, self.weights):
+            self.weights = weights.copy()
+            self._trees = {}
+
+    def style_rows(self, style: int) -> np.ndarray:
+        """The rows a style searches (-1: every style, a model without styles)."""
+        database = self.database
+        mask = database.candidates.copy()
+        if style >= 0:
+            mask &= (database.row_style == style) | database.row_standing
+        return np.flatnonzero(mask)
+
+    def _tree(self, style: int) -> _StyleTree:
+        found = self._trees.get(style)
+        if found is None:
+            rows = self.style_rows(style)
+            if len(rows) == 0:
+                rows = self.style_rows(-1)  # a style with no searchable frame falls back on every frame
+            points = self.normalisation.apply(self.database.features[rows], self.weights)
+            found = _StyleTree(cKDTree(points, leafsize=LEAF_SIZE, balanced_tree=False, compact_nodes=False), rows)
+            self._trees[style] = found
+        return found
+
+    def normalised(self, queries: np.ndarray) -> np.ndarray:
+        return self.normalisation.apply(queries, self.weights)
+
+    def search(self, queries: np.ndarray, style: np.ndarray | None) -> Found:
+        """The nearest searchable row of each raw query [B, 27] among its styles (`style` [B, S] weights;
+        None or S = 0: every row)."""
+        if self.weights is None:
+            raise RuntimeError("MatchingIndex.search before set_weights")
+        points = self.normalised(queries)
+        batch = len(points)
+        best_rows = np.zeros(batch, np.int64)
+        best_cost, best_distance = np.full(batch, np.inf), np.full(batch, np.inf)
+        if style is None or self.num_styles == 0:
+            groups = [(-1, np.arange(batch), np.ones(batch))]
+        else:
+            style = np.asarray(style, dtype=np.float64)
+            groups = []
+            for s in np.flatnonzero((style > 0.0).any(axis=0)):
+                members = np.flatnonzero(style[:, s] > 0.0)
+                groups.append((int(s), members, style[members, s]))
+            unstyled = np.flatnonzero(~(style > 0.0).any(axis=1))
+            if len(unstyled):
+                groups.append((-1, unstyled, np.ones(len(unstyled))))
+        for s, members, weight in groups:
+            tree = self._tree(s)
+            distance, index = tree.tree.query(points[members], k=1)
+            cost = distance * distance / weight
+            better = cost < best_cost[members]
+            chosen = members[better]
+            best_rows[chosen] = tree.rows[index[better]]
+            best_cost[chosen], best_distance[chosen] = cost[better], distance[better]
+        return Found(best_rows, best_cost, best_distance)
+
+    def cost_of(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """d^2 of each query [B, 27] to a given row [B] (no style weighting)."""
+        gap = self.normalised(queries) - self.normalised(self.database.features[rows])
+        return np.einsum("bi,bi->b", gap, gap)
+
+
+def brute_force_nearest(points: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index [B], distance [B]) of the nearest of `points` [N, D] to each query [B, D], every distance
+    computed: the reference the trees are tested against."""
+    gaps = queries[:, None, :] - points[None, :, :]
+    squared = np.einsum("bnd,bnd->bn", gaps, gaps)
+    index = np.argmin(squared, axis=1)
+    return index, np.sqrt(squared[np.arange(len(queries)), index])

@@ -1,0 +1,289 @@
+"""`PhysicsTracker`: B simulated bodies following the kinematic poses the runtime shows, one tick at a time.
+
+    tracker = PhysicsTracker(body, PhysicsSettings(), batch=B)
+    pose = tracker.step(world_joint_pos [B, J, 3], world_joint_rot [B, J, 4], dt)   # -> SimulatedPose
+    tracker.push([0, 0, 30], characters=[0])   # an impulse (N s, world axes) at the chest, next tick
+
+Each tick the servo targets are the kinematic pose's local rotations measured from each joint's
+reference (`BodyFit.reference`). Along the tick's substeps every target moves from last tick's to this
+one's (a target that jumped once per tick would kick the body 60 times a second); each joint's damping
+pulls toward the target's angular velocity, not toward rest, and each joint also carries what hangs
+from it (MuJoCo's bias forces: gravity and the motion's own inertial forces, as a muscle would), so
+the springs only correct. The hips are held to the kinematic hips by residual forces (the hand of
+god, as in Residual Force Control, Yuan and Kitani 2020): a spring toward the kinematic hips' position
+and rotation plus the damping times their velocity, the damping itself on the free joint, where MuJoCo
+integrates it implicitly (a hand-written damper on the root went unstable in a trial here; a
+constraint to a mocap body sized its stiffness for the light pelvis alone and let the body sway and
+turn 10 cm and 30 degrees off). A push is a force at the chest over one tick, and the hold gives way
+to it: its target takes the push's velocity change and returns like a critically damped spring
+(`PhysicsSettings.push_return_frequency`), so the body is carried off by the push and brought back
+while its limbs react to the force itself. A body whose state goes non-finite, or strays far from its
+target, is put back on the kinematic pose and the event is reported (`take_messages`). The first tick
+(and `reset`) starts each body on its kinematic pose, at rest.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from pfnn_core.math.quat import quat_inv, quat_mul, quat_normalize, quat_to_expmap, vector_length
+from pfnn_core.motion.kinematics import local_rotations
+from pfnn_core.physics.body import PhysicsBody
+from pfnn_core.physics.events import MAX_IMPULSE
+from pfnn_core.physics.settings import PhysicsSettings
+
+log = logging.getLogger(__name__)
+
+RESET_DISTANCE = 1.0  # m: a body whose hips are this far from the kinematic hips is put back on them
+# A swinging foot that grazes the floor (the mocap's toes pass within millimetres of it) slides over it
+# instead of catching: only the soles of a planted kinematic foot grip.
+PLANTED_HEIGHT, PLANTED_SPEED, SWING_FRICTION = 0.02, 0.5, 0.05  # m, m/s, friction coefficient
+
+
+def nlerp(start, end, share) -> np.ndarray:
+    """Rotations from `start` to `end` [..., 4] at `share` (0..1, broadcast): normalised linear
+    interpolation, as exact as a slerp for the few degrees a joint turns in one tick, and cheaper."""
+    end = np.where((start * end).sum(axis=-1, keepdims=True) < 0.0, -end, end)
+    return quat_normalize(start + share * (end - start))
+
+
+def _log_mujoco_warning(text: str) -> None:
+    log.warning("MuJoCo: %s", text)
+
+
+@dataclass
+class SimulatedPose:
+    """What one tick of the simulation shows, in the runtime's conventions (world, metres, (w, x, y, z))."""
+
+    positions: np.ndarray  # [B, J, 3] every joint (the ones above the hips move with the simulated hips)
+    rotations: np.ndarray  # [B, J, 4] global rotations
+    foot_forces: np.ndarray  # [B, 4, 3] N: world force of the floor on each contact joint's soles
+    root_force: np.ndarray  # [B] N: the hold's force on the hips (the hand of god), mean over the tick
+    tracking_error: np.ndarray  # [B] m: mean distance of the simulated joints from the kinematic ones
+    centre_of_mass: np.ndarray  # [B, 3] world
+
+
+@dataclass
+class _TickTargets:
+    """One character's targets for one tick's substeps (arrays in MuJoCo's address order)."""
+
+    springs: np.ndarray  # [substeps, 4N] the ball joints' spring rotations
+    joint_feed: np.ndarray  # [3N] damping times the target's angular velocity
+    positions: np.ndarray  # [substeps, 3] the hips' target
+    rotations: np.ndarray  # [substeps, 4]
+    push: np.ndarray  # [3] damping times the hips' target velocity (world)
+    spin: np.ndarray  # [3] damping times the hips' target angular velocity (world)
+
+
+class PhysicsTracker:
+    def __init__(self, body: PhysicsBody, settings: PhysicsSettings | None = None, batch: int = 1):
+        if mujoco.get_mju_user_warning() is None:  # MuJoCo would otherwise write MUJOCO_LOG.TXT into the working folder
+            mujoco.set_mju_user_warning(_log_mujoco_warning)
+        self.body, self.batch = body, int(batch)
+        self.settings = settings if settings is not None else PhysicsSettings()
+        self.datas = [mujoco.MjData(body.model) for _ in range(self.batch)]
+        plan = body.plan
+        self.parents = np.asarray(plan.parents)
+        self.inverse_reference = quat_inv(np.array([plan.node(j).reference for j in body.ball_joints]))
+        self.carried = [j for j in range(len(plan.names)) if j not in set(body.joints)]  # above the hips
+        self._previous = None  # (targets [B, N, 4], hips position [B, 3], hips rotation [B, 4], feet [B, 4, 3])
+        self._pending = np.zeros((self.batch, 3))
+        self._give_way = np.zeros((self.batch, 2, 3))  # the hold target's push offset and its velocity
+        self._started = np.zeros(self.batch, dtype=bool)
+        self._messages: list[str] = []
+        self.resets = 0
+        self.time_s = 0.0
+
+    # ---- control -------------------------------------------------------------------------------
+    def _characters(self, characters) -> np.ndarray:
+        return np.arange(self.batch) if characters is None else np.atleast_1d(np.asarray(characters, dtype=int))
+
+    def reset(self, characters=None) -> None:
+        """The next tick starts these characters (default all) on their kinematic pose, at rest."""
+        index = self._characters(characters)
+        self._started[index] = False
+        self._pending[index] = 0.0
+
+    def push(self, impulse, characters=None) -> None:
+        """An impulse (N s, world x, y, z; [3] or [n, 3]) at the chest of these characters (default all),
+        applied over the next tick."""
+        impulse = np.asarray(impulse, dtype=float)
+        if impulse.shape[-1:] != (3,) or not np.isfinite(impulse).all():
+            raise ValueError(f"push: expected 3 finite numbers (N s, world x, y, z), got {impulse.tolist()}")
+        size = np.linalg.norm(impulse, axis=-1, keepdims=True)
+        if (size > MAX_IMPULSE).any():
+            self._report(f"push of {float(size.max()):.0f} N s is larger than {MAX_IMPULSE:g} N s; scaled down to it")
+            impulse = impulse * np.minimum(1.0, MAX_IMPULSE / np.maximum(size, 1e-12))
+        index = self._characters(characters)
+        self._pending[index] += np.broadcast_to(impulse, (len(index), 3))
+
+    def take_messages(self) -> list[str]:
+        """Clamped settings, scaled pushes and resets since the last call."""
+        messages, self._messages = self._messages, []
+        return messages
+
+    def _report(self, message: str) -> None:
+        log.warning("%s", message)
+        self._messages.append(message)
+
+    # ---- targets -------------------------------------------------------------------------------
+    def targets(self, world_rot: np.ndarray) -> np.ndarray:
+        """[B, N, 4] servo targets: each ball joint's local rotation measured from its reference (its qpos)."""
+        local = local_rotations(world_rot, self.parents)[:, self.body.ball_joints]
+        return quat_normalize(quat_mul(self.inverse_reference[None], local))
+
+    def _start(self, b: int, world_pos, world_rot, targets) -> None:
+        """Put body b on the kinematic pose (its joints at `targets` [N, 4]), at rest."""
+        data, body = self.datas[b], self.body
+        mujoco.mj_resetData(body.model, data)
+        root = body.plan.root
+        data.qpos[0:3], data.qpos[3:7] = world_pos[root], world_rot[root]
+        data.qpos[body.spring_index] = targets.ravel()
+        mujoco.mj_forward(body.model, data)
+        self._started[b] = True
+        self._give_way[b] = 0.0
+
+    def _tick_targets(self, targets, world_pos, world_rot, dt: float) -> list[_TickTargets]:
+        """Every character's substep targets, from last tick's kinematic pose to this one's."""
+        body, substeps, root = self.body, self.settings.substeps, self.body.plan.root
+        last_targets, last_pos, last_rot = self._previous[0], self._previous[1], self._previous[2]
+        share = np.arange(1, substeps + 1) / substeps
+        springs = nlerp(last_targets[:, None], targets[:, None], share[None, :, None, None])  # [B, n, N, 4]
+        springs = springs[:, :, body.address_order].reshape(self.batch, substeps, -1)
+        spin = quat_to_expmap(quat_mul(quat_inv(last_targets), targets)) / dt  # [B, N, 3] in each joint's frame
+        joint_feed = (body.kv[None, :, None] * spin)[:, body.address_order].reshape(self.batch, -1)
+        start = last_pos + self._give_way[:, 0]
+        self._give_way_step(dt)
+        move = world_pos[:, root] + self._give_way[:, 0] - start
+        turn = quat_to_expmap(quat_normalize(quat_mul(world_rot[:, root], quat_inv(last_rot))))  # [B, 3] world
+        kv = body.root_kv
+        return [_TickTargets(springs[b], joint_feed[b], start[b] + share[:, None] * move[b],
+                             nlerp(last_rot[b], world_rot[b, root], share[:, None]),
+                             kv[0:3] * move[b] / dt, kv[3:6] * turn[b] / dt) for b in range(self.batch)]
+
+    # ---- the tick ------------------------------------------------------------------------------
+    def step(self, world_pos, world_rot, dt: float) -> SimulatedPose:
+        """One tick of every body toward the kinematic pose (world joint positions [B, J, 3] and global
+        rotations [B, J, 4] (w, x, y, z), as `CharacterState.world_joint_pos` / `world_joint_rot`)."""
+        world_pos, world_rot = np.asarray(world_pos, float), np.asarray(world_rot, float)
+        for name, old, new in self.settings.clamp():
+            self._report(f"physics setting {name} = {old} is outside its range; using {new:g}")
+        body, settings, root = self.body, self.settings, self.body.plan.root
+        body.apply(settings, dt)
+        targets = self.targets(world_rot)
+        feet = world_pos[:, body.plan.contact_joints]
+        if self._previous is None:
+            self._previous = (targets.copy(), world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
+        for b in np.flatnonzero(~self._started):
+            self._start(b, world_pos[b], world_rot[b], targets[b])
+            for previous, now in zip(self._previous, (targets, world_pos[:, root], world_rot[:, root], feet)):
+                previous[b] = now[b]
+        planted = self.planted(feet, dt)
+        plans = self._tick_targets(targets, world_pos, world_rot, dt)
+        help_force = np.zeros(self.batch)
+        for b, data in enumerate(self.datas):
+            data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
+            body.model.geom_friction[body.sole_index, 0] = np.where(planted[b][body.sole_owner], settings.friction,
+                                                                      SWING_FRICTION)
+            help_force[b] = self._substeps(data, plans[b])
+            data.xfrc_applied[body.chest_body, 0:3] = 0.0
+            self._check(b, world_pos, world_rot, targets)
+        self._pending[:] = 0.0
+        self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
+        self.time_s += dt
+        pose = self.read_pose(world_pos, world_rot)
+        pose.root_force = help_force
+        return pose
+
+    def _substeps(self, data, targets: _TickTargets) -> float:
+        """Run one tick's substeps; returns the hold's mean force on the hips over them (N)."""
+        body, model = self.body, self.body.model
+        springs, joint_dofs, root = body.spring_slice, body.dof_slice, body.root_dofs
+        move_dofs, turn_dofs = slice(root[0], root[0] + 3), slice(root[3], root[3] + 3)
+        qpos, qvel, qfrc, bias, spring = data.qpos, data.qvel, data.qfrc_applied, data.qfrc_bias, model.qpos_spring
+        kp_move, kp_turn, kv_move = body.root_kp[0:3], body.root_kp[3:6], body.root_kv[0:3]
+        # the spin's damping term in the hips' frame at the tick's start (a small term: its turn within the
+        # tick does not matter)
+        inverse, spin = np.zeros(4), np.zeros(3)
+        mujoco.mju_negQuat(inverse, qpos[3:7])
+        mujoco.mju_rotVecQuat(spin, targets.spin, inverse)
+        rotvec, total = np.zeros(3), np.zeros(3)
+        # each joint also carries what hangs from it (MuJoCo's bias forces at the tick's start: gravity and
+        # the motion's own inertial forces, as a muscle would), so the springs only correct
+        qfrc[joint_dofs] = targets.joint_feed + bias[joint_dofs]
+        for k in range(len(targets.springs)):
+            spring[springs] = targets.springs[k]
+            force = kp_move * (targets.positions[k] - qpos[0:3]) + targets.push
+            mujoco.mju_subQuat(rotvec, targets.rotations[k], qpos[3:7])  # the hips' turn to the target, own frame
+            qfrc[move_dofs] = force
+            qfrc[turn_dofs] = kp_turn * rotvec + spin
+            mujoco.mj_step(model, data)
+            total += force - kv_move * qvel[move_dofs]
+        return float(np.linalg.norm(total / len(targets.springs)))
+
+    def planted(self, feet, dt: float) -> np.ndarray:
+        """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
+        ankle or the toe within PLANTED_HEIGHT of its floor level and slower than PLANTED_SPEED). Both soles
+        of a planted foot grip the floor (a heel lifting off a held toe still touches); others slide."""
+        joint = feet[..., 1] - self.body.plan.floor_heights < PLANTED_HEIGHT
+        joint &= vector_length((feet - self._previous[3])[..., [0, 2]]) / dt < PLANTED_SPEED
+        return np.repeat(joint[:, 0::2] | joint[:, 1::2], 2, axis=1)
+
+    def _give_way_step(self, dt: float) -> None:
+        """The hold target's push offset over one tick: a critically damped spring (exact solution),
+        started by the pending pushes' velocity change (horizontal: a vertical push acts on the body only)."""
+        offset, velocity = self._give_way[:, 0], self._give_way[:, 1]
+        velocity += self._pending * np.array([1.0, 0.0, 1.0]) / self.settings.body_mass
+        omega = 2.0 * np.pi * self.settings.push_return_frequency
+        decay = np.exp(-omega * dt)
+        drift = velocity + omega * offset
+        offset[:], velocity[:] = (offset + drift * dt) * decay, (velocity - omega * drift * dt) * decay
+
+    def _check(self, b: int, world_pos, world_rot, targets) -> None:
+        """Put a body back on its kinematic pose when its state went non-finite or it ran off."""
+        data, root = self.datas[b], self.body.plan.root
+        if np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all() and \
+                np.linalg.norm(data.qpos[0:3] - world_pos[b, root]) <= RESET_DISTANCE:
+            return
+        self.resets += 1
+        self._report(f"physics body {b} ran away at {self.time_s:.2f} s; put back on the kinematic pose")
+        self._start(b, world_pos[b], world_rot[b], targets[b])
+
+    # ---- reading -------------------------------------------------------------------------------
+    def read_pose(self, world_pos, world_rot) -> SimulatedPose:
+        """The simulated pose of every body now (`world_pos` / `world_rot`: the kinematic pose, for the
+        joints above the hips and the tracking error)."""
+        body = self.body
+        batch = world_pos.shape[0]
+        positions, rotations = np.array(world_pos, copy=True), np.array(world_rot, copy=True)
+        forces, root_force, com = np.zeros((batch, 4, 3)), np.zeros(batch), np.zeros((batch, 3))
+        for b, data in enumerate(self.datas):
+            positions[b, body.joints] = data.xpos[body.body_ids]
+            rotations[b, body.joints] = data.xquat[body.body_ids]
+            forces[b] = self.sole_forces(data)
+            com[b] = data.subtree_com[body.root_body]
+        if self.carried:  # joints above the hips keep their kinematic rotation and place relative to the hips
+            root = body.plan.root
+            positions[:, self.carried] += (positions[:, root] - world_pos[:, root])[:, None]
+        error = vector_length(positions[:, body.joints] - world_pos[:, body.joints]).mean(axis=-1)
+        return SimulatedPose(positions, rotations, forces, root_force, error, com)
+
+    def sole_forces(self, data) -> np.ndarray:
+        """[4, 3] N: world force of the floor on each contact joint's soles."""
+        body = self.body
+        forces, frame_force = np.zeros((4, 3)), np.zeros(6)
+        for i in range(data.ncon):
+            contact = data.contact[i]
+            if body.floor not in (contact.geom1, contact.geom2):
+                continue
+            other = contact.geom2 if contact.geom1 == body.floor else contact.geom1
+            slot = body.sole_slot.get(int(other))
+            if slot is None:
+                continue
+            mujoco.mj_contactForce(body.model, data, i, frame_force)
+            world = contact.frame.reshape(3, 3).T @ frame_force[:3]  # the contact frame's rows are its axes
+            forces[slot] += world if contact.geom1 == body.floor else -world  # the force on geom2
+        return forces

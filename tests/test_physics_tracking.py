@@ -1,0 +1,123 @@
+"""The simulated body tracking real mocap (the bundled clips, at the runtime's 60 Hz) in a real MuJoCo
+simulation: a walk within the tracking targets and on the floor, a standing pose held, a push that
+shows and is recovered from, no help from the hand of god and the body falls, other rigs stand, and a
+crowd's bodies do not disturb each other."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import BVH_DIR
+from test_other_skeleton import SKELETONS, retarget
+from test_physics import FLOOR, WALK, bundled_body
+
+from pfnn_core.motion import bvh
+from pfnn_core.motion.kinematics import resample
+from pfnn_core.physics.body import PhysicsBody
+from pfnn_core.physics.events import PushEvent
+from pfnn_core.physics.fit import fit_from_motions
+from pfnn_core.physics.measures import depth_below_floor, recovery_time
+from pfnn_core.physics.replay import track_motion
+from pfnn_core.physics.settings import PhysicsSettings
+from pfnn_core.physics.tracker import PhysicsTracker
+from pfnn_core.skeleton import contact_joint_order, foot_joints, skeleton_dict
+
+DT = 1 / 60
+STANDING = BVH_DIR / "dataset-2_raise-up-both-hands_normal_001.bvh.gz"
+
+
+@pytest.fixture
+def body():
+    return bundled_body()[2]
+
+
+def clip(path, seconds=None):
+    motion = resample(bvh.load(path), 60)
+    frames = motion.num_frames if seconds is None else int(seconds * 60)
+    return motion.global_positions()[:frames], motion.global_rotations()[:frames]
+
+
+def standing_frames(path, seconds: float):
+    """A still standing pose (the clip's first frame) held for `seconds`."""
+    positions, rotations = clip(path, 0.1)
+    frames = int(seconds * 60)
+    return np.repeat(positions[:1], frames, axis=0), np.repeat(rotations[:1], frames, axis=0)
+
+
+def test_a_mocap_walk_is_tracked_within_the_targets_and_on_the_floor(body):
+    positions, rotations = clip(WALK)
+    tracked = track_motion(PhysicsTracker(body), positions, rotations, DT)
+    error = tracked.tracking_error
+    assert np.isfinite(tracked.positions).all() and tracked.resets == 0
+    assert np.median(error) < 0.03 and np.percentile(error, 95) < 0.08
+    feet = tracked.positions[:, body.plan.contact_joints]
+    assert depth_below_floor(feet, FLOOR).max() < 0.01
+    # the feet carry the body: the floor pushes up on them about as much as the body weighs
+    support = tracked.foot_forces[:, :, 1].sum(axis=1)
+    assert 0.5 * 9.81 * body.mass < np.median(support) < 1.5 * 9.81 * body.mass
+
+
+def test_a_standing_pose_is_held_for_ten_seconds_within_two_centimetres(body):
+    positions, rotations = standing_frames(STANDING, 10.0)
+    tracked = track_motion(PhysicsTracker(body), positions, rotations, DT)
+    assert tracked.tracking_error.max() < 0.02
+    hips = body.plan.root
+    assert np.linalg.norm(tracked.positions[:, hips] - positions[:, hips], axis=-1).max() < 0.02
+    # standing on its own feet: the hand of god holds little of the body's weight
+    assert np.median(tracked.root_force) < 0.3 * 9.81 * body.mass
+
+
+def test_a_push_at_the_chest_changes_the_motion_and_the_tracking_recovers(body):
+    positions, rotations = clip(WALK)
+    calm = track_motion(PhysicsTracker(body), positions, rotations, DT)
+    push_at = 2.0
+    pushed = track_motion(PhysicsTracker(body), positions, rotations, DT, [PushEvent(push_at, (30.0, 0.0, 0.0))])
+    frame = int(push_at * 60)
+    np.testing.assert_array_equal(calm.positions[:frame], pushed.positions[:frame])  # nothing before the push
+    moved = np.linalg.norm(pushed.positions - calm.positions, axis=-1).max(axis=1)
+    assert moved[frame:frame + 60].max() > 0.05  # the push shows: 5 cm and more
+    hips = body.plan.root
+    assert pushed.positions[frame + 20, hips, 0] - calm.positions[frame + 20, hips, 0] > 0.03  # along +x, the push
+    assert recovery_time(pushed.tracking_error, pushed.push_frames, DT)[0] <= 2.0
+    assert moved[frame + 180] < 0.03  # 3 s later it walks where it was steered
+
+
+def test_without_the_hand_of_god_the_body_falls(body):
+    positions, rotations = standing_frames(STANDING, 3.0)
+    tracked = track_motion(PhysicsTracker(body, PhysicsSettings(root_help=0.0)), positions, rotations, DT)
+    hips = body.plan.root
+    assert positions[0, hips, 1] - tracked.positions[:, hips, 1].min() > 0.3
+    assert np.all(tracked.root_force == 0.0)
+
+
+@pytest.mark.parametrize("kind", sorted(SKELETONS))
+def test_another_rig_builds_a_body_that_stands(kind):
+    """The retargeted rigs of test_other_skeleton (Mixamo-like with world-aligned joint axes, Poser-like
+    with bone-local axes and no toe joints): fitted to their own mocap, the body stands on its feet."""
+    spec, changes, motions = SKELETONS[kind], None, []
+    for name in ("dataset-2_walk_normal_001.bvh.gz", "dataset-2_raise-up-both-hands_normal_001.bvh.gz"):
+        motion, changes, keep = retarget(bvh.load(BVH_DIR / name), spec["mapping"], changes, spec["axes"],
+                                         spec["root_channels"], spec["joint_channels"], spec["unit_m"], 60.0)
+        motions.append(motion)
+    source = bvh.load(BVH_DIR / "dataset-2_walk_normal_001.bvh.gz")
+    mine = contact_joint_order(foot_joints(motions[0].names, motions[0].parents))
+    bundled = contact_joint_order(foot_joints(source.names, source.parents))
+    # the same physical joints rest where the bundled ones do (a rig without toes: its ankles twice)
+    floor = np.array([FLOOR[bundled.index(source.names.index(spec["mapping"][motions[0].names[j]]))] for j in mine])
+    rig = skeleton_dict(motions[0])
+    rig_body = PhysicsBody.build(rig, fit_from_motions(motions, floor), floor, use_cache=False)
+    positions, rotations = motions[1].global_positions()[:1], motions[1].global_rotations()[:1]
+    tracked = track_motion(PhysicsTracker(rig_body), np.repeat(positions, 180, 0), np.repeat(rotations, 180, 0), DT)
+    assert tracked.tracking_error.max() < 0.02 and tracked.resets == 0
+    assert depth_below_floor(tracked.positions[:, mine], floor).max() < 0.01
+
+
+def test_a_crowds_bodies_do_not_disturb_each_other(body):
+    """Two characters in one tracker (one model, a data each): the second walks exactly as it does alone,
+    though the first stands still beside it."""
+    walk_pos, walk_rot = clip(WALK, 2.0)
+    stand_pos, stand_rot = standing_frames(STANDING, 2.0)
+    alone = track_motion(PhysicsTracker(body), walk_pos, walk_rot, DT)
+    crowd = PhysicsTracker(body, batch=2)
+    for frame in range(len(walk_pos)):
+        pose = crowd.step(np.stack([stand_pos[frame], walk_pos[frame]]), np.stack([stand_rot[frame], walk_rot[frame]]), DT)
+        np.testing.assert_array_equal(pose.positions[1], alone.positions[frame])
