@@ -8,8 +8,9 @@ PFNN tensors: the model weights under `model.*`, the normalisation under `norm.x
 `norm.y_mean`, `norm.y_std`, and, in a resumable training checkpoint, optimizer and RNG state under
 `train.*`. The header metadata key `pfnn` holds one JSON object: `format`, `version`, `kind` (absent in
 checkpoints older than the other kinds: 'pfnn'), `model_config`, `layout` and whatever the caller passes
-as `meta` (skeleton, stride, gait_speeds, data, training, resume...). Loading reads the header by hand first (so a pickle, a zip or garbage gets a clear message)
-and then uses `safetensors.safe_open`; nothing is ever unpickled.
+as `meta` (skeleton, stride, gait_speeds, data, training, resume...). Loading reads the header by hand
+first (so a pickle, a zip or garbage gets a clear message), then uses `safetensors.safe_open`; nothing
+is ever unpickled, and a model config is checked against the file's tensors before anything is built.
 """
 from __future__ import annotations
 
