@@ -51,7 +51,7 @@ from pfnn_core.threads import add_threads_argument, set_thread_counts
 
 LOG_COLUMNS = ("t", "cmd_vx", "cmd_vz", "cmd_face_x", "cmd_face_z", "root_x", "root_z", "root_yaw", "phase",
                "contact_left", "contact_right", "tick_ms", "infer_ms")
-DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "assets" / "models" / "default.safetensors"
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "assets" / "models" / "default.safetensors"
 EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 1  # the outputs could not be written (the message says which and why)
 STICK_TOLERANCE = 1e-3  # stick lengths up to 1 + this (rounded diagonals) are normalised, longer ones rejected
