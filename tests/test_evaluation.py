@@ -52,8 +52,12 @@ def test_a_random_network_fails_nearly_every_network_target(random_run):
     targets = network_targets(results)
     failed = [row for row in targets if not row["passed"]]
     assert len(targets) >= 50
-    assert len(failed) >= 0.9 * len(targets), [row["measure"] for row in targets if row["passed"]]
     assert results["checked"]["network"] == len(targets)
+    # The hover detectors ("both feet up") catch one fault, feet lifted to hide sliding, which a random
+    # network's collapsed pose never shows: they are judged on their own (test_evaluation_measures.py).
+    quality = [row for row in targets if not row["measure"].startswith("both feet up")]
+    assert sum(not row["passed"] for row in quality) >= 0.9 * len(quality), \
+        [row["measure"] for row in quality if row["passed"]]
     assert results["passed"]["network"] == len(targets) - len(failed)
     # the body measures are among the failures, not only the controller's
     failed_measures = {row["measure"] for row in failed}
