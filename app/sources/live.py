@@ -30,8 +30,11 @@ def checkpoint_summary(checkpoint, device) -> list[str]:
     """A few lines about the model, the data it was trained on and its training run (fields missing
     from older checkpoints are skipped)."""
     meta, config = checkpoint.meta, checkpoint.config
-    lines = [f"{config.phase_function} phase function, hidden {config.hidden_size}, "
-             f"{len(meta.get('skeleton', {}).get('names', []))} joints, on {device}"]
+    joints = len(checkpoint.card.names) if checkpoint.card is not None else 0
+    if checkpoint.kind == "pfnn":
+        lines = [f"{config.phase_function} phase function, hidden {config.hidden_size}, {joints} joints, on {device}"]
+    else:  # motion matching, motion VAE: their configs differ; the kind says what runs
+        lines = [f"{checkpoint.kind} model, {joints} joints, on {device}"]
     data = meta.get("data") or {}
     if isinstance(data.get("files"), (list, tuple)):
         samples = data.get("samples", data.get("rows"))
