@@ -108,6 +108,29 @@ def _error_finding(path, error: Exception) -> checks.Finding:
     return checks.Finding(str(path), "error", message)
 
 
+def load_checked_clip(path: Path, reference, result):
+    """One file's motion on the reference skeleton (joints reordered to it, a reference-pose first frame
+    left out), or None when it is too short; `result` (its `content_digest`, `fps`, `duration_s` and
+    `findings`) takes what the data checks say. Raises ValueError / OSError for an unusable file."""
+    result.content_digest = checks.content_digest(bvh.read_bytes(path))
+    motion = bvh.load(str(path))
+    result.fps, result.duration_s = motion.fps, motion.duration
+    reordered = checks.reorder_joints(motion, reference.names)
+    if reordered is not motion:
+        result.findings.append(checks.reorder_finding(path, reference.source))
+        motion = reordered
+    check_same_skeleton(reference, motion, path)
+    reference_pose = checks.reference_pose_finding(path, motion.global_positions())
+    if reference_pose is not None:
+        result.findings.append(reference_pose)
+        motion = dataclasses.replace(motion, rotations=motion.rotations[1:], positions=motion.positions[1:])
+    too_short = checks.too_short_finding(path, motion.duration, MIN_CLIP_S)
+    if too_short is not None:
+        result.findings.append(too_short)
+        return None
+    return motion
+
+
 def clip_samples(task: ClipTask) -> ClipSamples:
     """The samples one file gives (and its mirrored copy's), with its measurements and data-check findings.
 
@@ -120,21 +143,8 @@ def clip_samples(task: ClipTask) -> ClipSamples:
     path = Path(task.path)
     result = ClipSamples(path=str(path))
     try:
-        result.content_digest = checks.content_digest(bvh.read_bytes(path))
-        motion = bvh.load(str(path))
-        result.fps, result.duration_s = motion.fps, motion.duration
-        reordered = checks.reorder_joints(motion, task.reference.names)
-        if reordered is not motion:
-            result.findings.append(checks.reorder_finding(path, task.reference.source))
-            motion = reordered
-        check_same_skeleton(task.reference, motion, path)
-        reference_pose = checks.reference_pose_finding(path, motion.global_positions())
-        if reference_pose is not None:
-            result.findings.append(reference_pose)
-            motion = dataclasses.replace(motion, rotations=motion.rotations[1:], positions=motion.positions[1:])
-        too_short = checks.too_short_finding(path, motion.duration, MIN_CLIP_S)
-        if too_short is not None:
-            result.findings.append(too_short)
+        motion = load_checked_clip(path, task.reference, result)
+        if motion is None:
             return result
         layouts = make_layouts(motion.num_joints)
         rng = np.random.default_rng([task.seed, zlib.crc32(path.name.encode())])

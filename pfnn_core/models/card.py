@@ -98,8 +98,9 @@ class ModelCard:
         if not isinstance(style_names, list):
             raise CardError(f"styles.names: expected a list of style names, got {type(style_names).__name__}")
         trained_beta = _trained_beta(training_config, config)
+        kind = str(kind or meta.get("kind") or "pfnn")
         return ModelCard(
-            kind=str(kind or meta.get("kind") or "pfnn"),
+            kind=kind,
             skeleton=_checked_skeleton(meta.get("skeleton")),
             layout=layout if layout is not None else meta.get("layout"),
             floor_heights=_floor_heights(meta.get("floor_heights")),
@@ -113,7 +114,7 @@ class ModelCard:
             trained_beta=trained_beta,
             beta_range=_beta_range(training_config, config, trained_beta),
             training=dict(training), data=dict(data),
-            extra=dict(_object(meta.get(str(kind or meta.get("kind") or "pfnn")), str(kind or meta.get("kind")))),
+            extra=dict(_object(meta.get(kind), kind)),
             **_training_facts(data, training_config),
         )
 

@@ -14,7 +14,6 @@ no moving clip) raises ValueError naming the file(s) before anything is written.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pfnn_core.data import checks
-from pfnn_core.data.build import _worker_count, clip_statistics
+from pfnn_core.data.build import _worker_count, clip_statistics, load_checked_clip
 from pfnn_core.data.dataset import bvh_paths
 from pfnn_core.data.labels import LabelRule, label_clips
 from pfnn_core.data.statistics import (
@@ -36,14 +35,14 @@ from pfnn_core.data.statistics import (
 )
 from pfnn_core.features.contract import FALLBACK_STRIDE, SIM_FPS
 from pfnn_core.features.layout import make_layouts
-from pfnn_core.features.samples import MIN_CLIP_S, clip_features
+from pfnn_core.features.samples import clip_features
 from pfnn_core.math.planar import inverse_rotate_xz
 from pfnn_core.math.quat import quat_from_6d, quat_to_matrix, wrap_angle
 from pfnn_core.models.checkpoint import write_checkpoint
 from pfnn_core.models.matching_database import FUTURE_FRAMES, KIND, SEGMENT_COLUMNS, MatchingConfig, MatchingDatabase
 from pfnn_core.models.matching_features import frame_features
 from pfnn_core.motion import bvh
-from pfnn_core.skeleton import check_same_skeleton, skeleton_dict, skeleton_only
+from pfnn_core.skeleton import skeleton_dict, skeleton_only
 
 log = logging.getLogger(__name__)
 
@@ -76,34 +75,12 @@ class ClipRows:
     findings: list = field(default_factory=list)
 
 
-def _loaded(task: ClipTask, result: ClipRows):
-    """The file's motion on the reference skeleton, or None with a finding saying why not."""
-    path = Path(task.path)
-    result.content_digest = checks.content_digest(bvh.read_bytes(path))
-    motion = bvh.load(str(path))
-    result.fps, result.duration_s = motion.fps, motion.duration
-    reordered = checks.reorder_joints(motion, task.reference.names)
-    if reordered is not motion:
-        result.findings.append(checks.reorder_finding(path, task.reference.source))
-        motion = reordered
-    check_same_skeleton(task.reference, motion, path)
-    reference_pose = checks.reference_pose_finding(path, motion.global_positions())
-    if reference_pose is not None:
-        result.findings.append(reference_pose)
-        motion = dataclasses.replace(motion, rotations=motion.rotations[1:], positions=motion.positions[1:])
-    too_short = checks.too_short_finding(path, motion.duration, MIN_CLIP_S)
-    if too_short is not None:
-        result.findings.append(too_short)
-        return None
-    return motion
-
-
 def clip_rows(task: ClipTask) -> ClipRows:
     """The rows one file gives; problems that make it unusable come back as error findings (so one run
     reports every bad file)."""
     result = ClipRows(path=str(task.path))
     try:
-        motion = _loaded(task, result)
+        motion = load_checked_clip(Path(task.path), task.reference, result)
         if motion is None:
             return result
         kind = motion_kind(task.label)

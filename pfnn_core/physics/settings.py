@@ -9,17 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-
-
-def _tunable(default, label: str, help: str, min: float | None = None, max: float | None = None, step: float | None = None):
-    metadata = {"label": label, "help": help}
-    for key, value in (("min", min), ("max", max), ("step", step)):
-        if value is not None:
-            metadata[key] = value
-    return field(default=default, metadata=metadata)
+from pfnn_core.tunables import tunable, value_from_text
 
 
 @dataclass
@@ -27,43 +19,43 @@ class PhysicsSettings:
     # Natural frequency of every joint's servo for the inertia it moves: kp = (2 pi f)^2 I, with I each
     # joint axis's inertia in the reference pose (the mass matrix's diagonal). Higher follows the
     # kinematic pose more tightly and reacts less to pushes.
-    servo_frequency: float = _tunable(10.0, "Servo frequency (Hz)", "How tightly every joint follows the kinematic pose.",
+    servo_frequency: float = tunable(10.0, "Servo frequency (Hz)", "How tightly every joint follows the kinematic pose.",
                                       min=0.5, max=20.0, step=0.1)
     # Damping of the servos as a ratio of critical damping (kv = 2 zeta (2 pi f) I, integrated
     # implicitly by the implicitfast integrator).
-    damping_ratio: float = _tunable(1.0, "Servo damping ratio", "1 = critically damped; lower rings, higher lags.",
+    damping_ratio: float = tunable(1.0, "Servo damping ratio", "1 = critically damped; lower rings, higher lags.",
                                     min=0.1, max=3.0, step=0.05)
     # The servos of the legs (hips, knees, ankles) are this many times stiffer: they carry the body.
-    leg_stiffness: float = _tunable(2.0, "Leg stiffness (x)", "Scale of the hip, knee and ankle servos.",
+    leg_stiffness: float = tunable(2.0, "Leg stiffness (x)", "Scale of the hip, knee and ankle servos.",
                                     min=0.1, max=20.0, step=0.1)
     # How hard the hips are held to the kinematic hips (the hand of god): the hold's stiffness times
     # this (its damping times the square root); 0 = off (the body is on its own and falls).
-    root_help: float = _tunable(1.0, "Root help", "Strength of the hold on the hips (the hand of god); 0 = off.",
+    root_help: float = tunable(1.0, "Root help", "Strength of the hold on the hips (the hand of god); 0 = off.",
                                 min=0.0, max=1.0, step=0.05)
     # Natural frequency of the hold on the hips at full help (for the whole body's mass and its inertia
     # about the hips, critically damped).
-    root_frequency: float = _tunable(10.0, "Root hold frequency (Hz)",
+    root_frequency: float = tunable(10.0, "Root hold frequency (Hz)",
                                      "How tightly the hips are held across the floor and in rotation.",
                                      min=0.5, max=30.0, step=0.1)
     # ... and in height, softer: a kinematic pose whose soles would sink a centimetre into the floor
     # then costs ~200 N, not thousands (the body rests on its legs, the hold gives way).
-    root_height_frequency: float = _tunable(3.0, "Root height frequency (Hz)", "How tightly the hips' height is held.",
+    root_height_frequency: float = tunable(3.0, "Root height frequency (Hz)", "How tightly the hips' height is held.",
                                             min=0.5, max=30.0, step=0.1)
     # The hold gives way to a push: its target takes the push's velocity change (impulse / body mass)
     # and comes back like a critically damped spring of this frequency (peak displacement v / (2 pi f e)).
-    push_return_frequency: float = _tunable(0.35, "Push return frequency (Hz)",
+    push_return_frequency: float = tunable(0.35, "Push return frequency (Hz)",
                                             "How fast a pushed body is brought back to the kinematic pose.",
                                             min=0.05, max=5.0, step=0.05)
     # Physics steps per 60 Hz tick (time step = tick / substeps).
-    substeps: int = _tunable(8, "Substeps per tick", "Physics steps per tick: more is steadier and slower.",
+    substeps: int = tunable(8, "Substeps per tick", "Physics steps per tick: more is steadier and slower.",
                              min=1, max=32, step=1)
     # Sliding friction coefficient of every contact (soles on the floor, limbs on limbs).
-    friction: float = _tunable(1.0, "Friction", "Sliding friction coefficient of the soles on the floor.",
+    friction: float = tunable(1.0, "Friction", "Sliding friction coefficient of the soles on the floor.",
                                min=0.05, max=3.0, step=0.05)
     # Total mass of the body (the density of every part scaled to it).
-    body_mass: float = _tunable(60.0, "Body mass (kg)", "Mass of the whole simulated body.", min=20.0, max=200.0, step=1.0)
+    body_mass: float = tunable(60.0, "Body mass (kg)", "Mass of the whole simulated body.", min=20.0, max=200.0, step=1.0)
     # Limbs collide with each other (pairs that overlap in the reference pose never do).
-    self_collision: bool = _tunable(True, "Self collision", "Limbs collide with each other (not only with the floor).")
+    self_collision: bool = tunable(True, "Self collision", "Limbs collide with each other (not only with the floor).")
 
     def __post_init__(self) -> None:
         self._names = [f.name for f in dataclasses.fields(self)]
@@ -103,17 +95,11 @@ class PhysicsSettings:
         fields = {f.name: f for f in dataclasses.fields(self)}
         if name not in fields:
             raise ValueError(f"unknown physics setting {name!r}; known: {', '.join(fields)}")
-        default, text = fields[name].default, text.strip()
-        if isinstance(default, bool):
-            if text.lower() not in _TRUE + _FALSE:
-                raise ValueError(f"{name}: expected true or false, got {text!r}")
-            setattr(self, name, text.lower() in _TRUE)
+        text = text.strip()
+        value = value_from_text(fields[name], text)
+        if isinstance(value, bool):
+            setattr(self, name, value)
             return None
-        try:
-            value = int(text) if isinstance(default, int) else float(text)
-        except ValueError:
-            kind = "an integer" if isinstance(default, int) else "a number"
-            raise ValueError(f"{name}: expected {kind}, got {text!r}") from None
         setattr(self, name, value)
         changed = self.clamp()
         if changed:

@@ -15,96 +15,82 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pfnn_core.models.card import ModelCard, StyleStats
+from pfnn_core.tunables import tunable, value_from_text
 
 PHASE_MODES = ("speed", "network")
 NETWORK_MODES = ("exact", "linear", "constant")
 SPEED_SPAN = 1.5  # full-stick speeds up to 1.5x the data's fastest gait
-_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-
-
-def _tunable(default: Any, label: str, help: str, min: float | None = None, max: float | None = None,
-             step: float | None = None, choices: tuple[str, ...] | None = None) -> Any:
-    metadata = {"label": label, "help": help}
-    if min is not None:
-        metadata["min"] = min
-    if max is not None:
-        metadata["max"] = max
-    if step is not None:
-        metadata["step"] = step
-    if choices is not None:
-        metadata["choices"] = choices
-    return field(default=default, metadata=metadata)
 
 
 @dataclass
 class RuntimeSettings:
     # Bandwidth of the RBF phase function (kernel weights exp(-beta d^2)); pushed to the model next tick.
-    beta: float = _tunable(8.0, "Phase RBF beta", "Bandwidth of the RBF phase function (RBF models only).",
+    beta: float = tunable(8.0, "Phase RBF beta", "Bandwidth of the RBF phase function (RBF models only).",
                            min=0.5, max=64.0, step=0.5)
     # Drift-correction window in ticks: moving average of (predicted - commanded) root velocity and yaw
     # rate that is removed from the root motion. 0 turns the correction off.
-    drift_window: int = _tunable(60, "Drift window (ticks)",
+    drift_window: int = tunable(60, "Drift window (ticks)",
                                  "Ticks over which the mean velocity/yaw-rate error to the command is removed; 0 = off.",
                                  min=0, max=600, step=1)
     # Right after standing the root motion leans on the command by how much of the last second the
     # character stood (the data has no starts: the network alone takes about a second to reach a walk).
-    start_from_command: bool = _tunable(True, "Starts follow the stick",
+    start_from_command: bool = tunable(True, "Starts follow the stick",
                                         "After standing, move the root with the command until the network is walking.")
     # At a start the network sees a past that had already been moving at the commanded velocity, by
     # this much (fading over the first second; `control.primed_past`): shown a standing past it keeps
     # its feet down while the root leaves.
-    start_priming: float = _tunable(1.0, "Start priming", "How much a start shows the network a past already moving.",
+    start_priming: float = tunable(1.0, "Start priming", "How much a start shows the network a past already moving.",
                                     min=0.0, max=1.0, step=0.05)
     # While strafing, the share of the mean SPEED error (along the commanded direction) that drift
     # correction removes (the direction and yaw-rate errors are always removed). Side-steps and backward
     # walks come from seconds of mocap per style and the network steps them at its own speed: a root
     # pushed to another speed drags the planted feet, so by default their speed is left to the network
     # and the command blend (`root_motion_from_command`).
-    strafe_speed_correction: float = _tunable(0.0, "Strafe speed correction",
+    strafe_speed_correction: float = tunable(0.0, "Strafe speed correction",
                                               "Share of the mean speed error removed while strafing; 0 = direction only.",
                                               min=0.0, max=1.0, step=0.05)
     # Halflife (s) of the critically damped spring that moves the commanded velocity toward the stick.
-    traj_halflife_pos: float = _tunable(0.2, "Trajectory halflife: position (s)",
+    traj_halflife_pos: float = tunable(0.2, "Trajectory halflife: position (s)",
                                         "Time for the commanded velocity to close half the gap to the stick.",
                                         min=0.02, max=2.0, step=0.01)
     # Halflife (s) of the spring that turns the commanded facing toward the desired facing.
-    traj_halflife_dir: float = _tunable(0.27, "Trajectory halflife: facing (s)",
+    traj_halflife_dir: float = tunable(0.27, "Trajectory halflife: facing (s)",
                                         "Time for the commanded facing to close half the angle to the desired facing.",
                                         min=0.02, max=2.0, step=0.01)
     # Blend exponent of future positions, network -> command: w(t) = 1 - (1 - t)^bias [PFNN: 0.5].
-    bias_pos: float = _tunable(0.5, "Blend bias: position",
+    bias_pos: float = tunable(0.5, "Blend bias: position",
                                "Larger = future positions follow the command sooner (less of the network).",
                                min=0.05, max=5.0, step=0.05)
     # Same while strafing [PFNN: 1.0].
-    bias_pos_strafe: float = _tunable(1.0, "Blend bias: position (strafe)", "Position blend exponent while strafing.",
+    bias_pos_strafe: float = tunable(1.0, "Blend bias: position (strafe)", "Position blend exponent while strafing.",
                                       min=0.05, max=5.0, step=0.05)
     # Blend exponent of future facings, network -> command [PFNN: 2.0].
-    bias_dir: float = _tunable(2.0, "Blend bias: facing",
+    bias_dir: float = tunable(2.0, "Blend bias: facing",
                                "Larger = future facings follow the command sooner (less of the network).",
                                min=0.05, max=5.0, step=0.05)
     # Same while strafing [PFNN: 0.5].
-    bias_dir_strafe: float = _tunable(0.5, "Blend bias: facing (strafe)", "Facing blend exponent while strafing.",
+    bias_dir_strafe: float = tunable(0.5, "Blend bias: facing (strafe)", "Facing blend exponent while strafing.",
                                       min=0.05, max=5.0, step=0.05)
     # Full-stick walking speed, m/s (default: the style's forward-walk speed in the checkpoint).
-    walk_speed: float = _tunable(1.1, "Walk speed (m/s)", "Commanded speed at full stick.", min=0.1, max=3.0, step=0.05)
+    walk_speed: float = tunable(1.1, "Walk speed (m/s)", "Commanded speed at full stick.", min=0.1, max=3.0, step=0.05)
     # Full-stick running speed, m/s (default: the style's running speed in the checkpoint).
-    run_speed: float = _tunable(3.4, "Run speed (m/s)", "Commanded speed at full stick while running.",
+    run_speed: float = tunable(3.4, "Run speed (m/s)", "Commanded speed at full stick while running.",
                                 min=0.5, max=8.0, step=0.05)
     # Full-stick speed (m/s) of a strafe straight sideways (default: the style's side-steps); between
     # forward, sideways and backwards the speed is interpolated by the angle to the kept facing.
-    side_step_speed: float = _tunable(1.1, "Side-step speed (m/s)", "Commanded speed at full stick when strafing sideways.",
+    side_step_speed: float = tunable(1.1, "Side-step speed (m/s)", "Commanded speed at full stick when strafing sideways.",
                                       min=0.1, max=3.0, step=0.05)
     # Full-stick speed (m/s) of walking backwards while strafing (default: the style's backward walks).
-    walk_back_speed: float = _tunable(1.1, "Backward walk speed (m/s)",
+    walk_back_speed: float = tunable(1.1, "Backward walk speed (m/s)",
                                       "Commanded speed at full stick when strafing backwards.", min=0.1, max=3.0, step=0.05)
     # Stick lengths below this count as no input (gamepad sticks rest slightly off centre).
-    stick_deadzone: float = _tunable(0.1, "Stick dead zone", "Stick length treated as zero.", min=0.0, max=0.5, step=0.01)
+    stick_deadzone: float = tunable(0.1, "Stick dead zone", "Stick length treated as zero.", min=0.0, max=0.5, step=0.01)
     # 'speed': phase advances by speed / stride_length * dt (stops at zero speed); 'network': predicted dphase.
-    phase_mode: str = _tunable("speed", "Phase mode", "Speed-based phase (stops when still) or the network's dphase.",
+    phase_mode: str = tunable("speed", "Phase mode", "Speed-based phase (stops when still) or the network's dphase.",
                                choices=PHASE_MODES)
     # The speed-based phase divides by the mocap's stride length (per style and speed) times this. The
     # network's steps can come out shorter than the mocap's (a regression to the mean), and then a
@@ -112,69 +98,69 @@ class RuntimeSettings:
     # (scripts/drives/tuning: run skating 0.84 -> 0.68 m/s, pops 8.8 -> 7.7 per minute) but did not
     # carry over to the evaluation suite (skating 5-16% lower in 14 of 20 rows, pops 7.7 -> 10.9 per
     # minute), so the default stays 1 (the mocap's strides).
-    stride_scale: float = _tunable(1.0, "Stride scale", "Phase advance uses the mocap's stride length times this "
+    stride_scale: float = tunable(1.0, "Stride scale", "Phase advance uses the mocap's stride length times this "
                                    "(smaller: the legs cycle faster for the same speed).", min=0.5, max=1.5, step=0.01)
     # Weight of the previous pose extrapolated by its velocity in the fed-back pose (0 = network only) [PFNN: 0.5].
-    pose_smoothing: float = _tunable(0.5, "Pose smoothing", "Blend of the extrapolated previous pose into the prediction.",
+    pose_smoothing: float = tunable(0.5, "Pose smoothing", "Blend of the extrapolated previous pose into the prediction.",
                                      min=0.0, max=0.95, step=0.05)
     # Turn each joint so its bones point where the predicted joint POSITIONS put them (the rotation
     # outputs only supply the twist of one-child bones); off = show the predicted rotations as they are.
-    fit_rotations: bool = _tunable(True, "Fit rotations to positions",
+    fit_rotations: bool = tunable(True, "Fit rotations to positions",
                                    "Point every bone at the predicted joint positions (robust to poor rotation outputs).")
     # Pin feet in the world while their contact output is high.
-    foot_locking: bool = _tunable(True, "Foot locking", "Pin planted feet in place with leg IK.")
+    foot_locking: bool = tunable(True, "Foot locking", "Pin planted feet in place with leg IK.")
     # Contact output (0..1) above which a foot is pinned.
-    contact_threshold: float = _tunable(0.5, "Contact threshold", "Contact output above which a foot is pinned.",
+    contact_threshold: float = tunable(0.5, "Contact threshold", "Contact output above which a foot is pinned.",
                                         min=0.05, max=0.99, step=0.01)
     # A pin starts only while its joint is shown within this height (m) of its floor level (a contact
     # output high in the air would leave the foot hanging).
-    lock_start_height: float = _tunable(0.05, "Lock start height (m)",
+    lock_start_height: float = tunable(0.05, "Lock start height (m)",
                                         "A foot joint is pinned only when it is this close to its floor level.",
                                         min=0.005, max=0.5, step=0.005)
     # A pin that starts within this height (m) of its joint's floor level is brought onto it.
-    floor_snap_height: float = _tunable(0.03, "Floor snap (m)", "Pins starting this close to the floor are put on it.",
+    floor_snap_height: float = tunable(0.03, "Floor snap (m)", "Pins starting this close to the floor are put on it.",
                                         min=0.0, max=0.1, step=0.005)
     # Time (s) over which a released pin's offset from the network's foot fades out (relative to the body).
-    lock_release_time: float = _tunable(0.15, "Lock release time (s)",
+    lock_release_time: float = tunable(0.15, "Lock release time (s)",
                                         "How long a released foot takes to rejoin the network's foot.",
                                         min=0.0, max=1.0, step=0.01)
     # Leash of a pin (m): a pinned foot is dragged along when the network's foot gets further than this
     # from it, so it slides a little instead of letting go and gliding back while still in contact.
-    lock_release_distance: float = _tunable(0.2, "Lock leash (m)",
+    lock_release_distance: float = tunable(0.2, "Lock leash (m)",
                                             "A pinned foot is dragged along once the network's foot is this far from it.",
                                             min=0.01, max=1.0, step=0.01)
     # After a stop the feet step, one at a time, to the mocap's standing stance under where the hips come
     # to rest (from the stick's release the root follows the command spring alone: the data has no stops).
-    settle_steps: bool = _tunable(True, "Settling steps", "After a stop, step the feet under the hips.")
+    settle_steps: bool = tunable(True, "Settling steps", "After a stop, step the feet under the hips.")
     # A pinned foot left past the leash (or the leg's reach) by the body steps to catch up, lifted by the
     # settling step height, instead of being dragged along the floor (`ik.update_lock`).
-    catch_up_steps: bool = _tunable(True, "Catch-up steps",
+    catch_up_steps: bool = tunable(True, "Catch-up steps",
                                     "A pinned foot the body has left behind steps after it instead of sliding.")
     # A walk has no flight phase: the runtime lifts a foot (a catch-up step, the swing lift) only while the
     # other foot stands on the floor (`feet._other_foot_down`), so its rules never hover the body.
-    one_foot_down: bool = _tunable(True, "One foot down",
+    one_foot_down: bool = tunable(True, "One foot down",
                                    "Lift a foot (catch-up step, swing lift) only while the other foot is down.")
     # Lift of a free foot the network swings along the floor (m): `reach.SWING_SPEEDS`.
-    swing_clearance: float = _tunable(0.03, "Swing clearance (m)",
+    swing_clearance: float = tunable(0.03, "Swing clearance (m)",
                                       "Keep a fast-moving free foot this high above the floor (0 = off).",
                                       min=0.0, max=0.1, step=0.005)
     # Duration (s) of one settling step.
-    settle_step_time: float = _tunable(0.3, "Settle step time (s)", "Duration of one settling step.",
+    settle_step_time: float = tunable(0.3, "Settle step time (s)", "Duration of one settling step.",
                                        min=0.05, max=1.0, step=0.01)
     # Lift (m) of the foot at the middle of a settling step.
-    settle_step_height: float = _tunable(0.04, "Settle step height (m)", "How high a settling step lifts the foot.",
+    settle_step_height: float = tunable(0.04, "Settle step height (m)", "How high a settling step lifts the foot.",
                                          min=0.0, max=0.2, step=0.005)
     # Keep each foot joint at or above its height in the model's standing pose (legs solved by IK).
-    floor_clamp: bool = _tunable(True, "Keep feet above the floor", "Raise a foot that sinks below its standing height.")
+    floor_clamp: bool = tunable(True, "Keep feet above the floor", "Raise a foot that sinks below its standing height.")
     # Solve two-bone leg IK toward the pins (off: pins are computed but the pose is not changed).
-    ik_enabled: bool = _tunable(True, "Leg IK", "Apply two-bone IK to reach pinned feet.")
+    ik_enabled: bool = tunable(True, "Leg IK", "Apply two-bone IK to reach pinned feet.")
     # Commanded speed (m/s) below which the character counts as fully standing; root motion and phase
     # advance are scaled by (1 - stand_amount)^0.25 [PFNN]. 0 = no stand-amount scaling at all.
-    stand_speed: float = _tunable(0.15, "Stand speed (m/s)",
+    stand_speed: float = tunable(0.15, "Stand speed (m/s)",
                                   "Commanded speed at and below which root motion and phase stop; 0 = no stand scaling.",
                                   min=0.0, max=1.0, step=0.01)
     # 0 = root moves by the network's predicted velocity and yaw rate, 1 = by the commanded spring.
-    root_motion_from_command: float = _tunable(0.5, "Root motion from command",
+    root_motion_from_command: float = tunable(0.5, "Root motion from command",
                                                "Blend of root motion toward the commanded spring (the data has no starts/stops).",
                                                min=0.0, max=1.0, step=0.05)
 
@@ -182,45 +168,45 @@ class RuntimeSettings:
     # for a walk slower than any in its data the network shuffles with its feet always in contact and
     # slides). Default: the style's slowest walk in the data (`slowest_walk`), so only slower commands
     # are warped; 0 = off.
-    slow_walk_speed: float = _tunable(0.9, "Slowest network walk (m/s)",
+    slow_walk_speed: float = tunable(0.9, "Slowest network walk (m/s)",
                                       "Slower commands play this walk slower (planted feet); 0 = off.",
                                       min=0.0, max=2.0, step=0.05)
     # Most the network's view of the motion is sped up by (speeds near standing stay a stand).
-    max_speed_warp: float = _tunable(3.0, "Slow-walk warp limit", "Largest speed-up of the network's view of a slow walk.",
+    max_speed_warp: float = tunable(3.0, "Slow-walk warp limit", "Largest speed-up of the network's view of a slow walk.",
                                      min=1.0, max=10.0, step=0.1)
     # How the network's weights follow the phase (CPU): every kernel per character ('exact'), or
     # precomputed at a few phases, interpolated ('linear') or the nearest one ('constant') [PFNN demo].
-    network_mode: str = _tunable("exact", "Network weights",
+    network_mode: str = tunable("exact", "Network weights",
                                  "exact, or precomputed per phase bin: linear / constant (faster, approximate; CPU only).",
                                  choices=NETWORK_MODES)
     # Motion VAE: 0 = the policy's latent itself (deterministic); up to 1 = the latent drawn around it
     # with the posterior's typical spread (other kinds ignore it).
-    variation: float = _tunable(0.0, "Variation (motion VAE)",
+    variation: float = tunable(0.0, "Variation (motion VAE)",
                                 "0 = the policy's latent (deterministic); up to 1 = sampled around it.",
                                 min=0.0, max=1.0, step=0.05)
     # Motion matching (other kinds ignore these): seconds between searches for a better frame (a sharp
     # change of the asked-for trajectory, or a clip running out, searches at once) [MM: 0.1 s].
-    matching_search_interval: float = _tunable(0.1, "Search interval (s, matching)",
+    matching_search_interval: float = tunable(0.1, "Search interval (s, matching)",
                                                "Motion matching: time between searches for a better frame.",
                                                min=0.0, max=1.0, step=0.01)
     # Half-life (s) of the inertialized transition: half of the jump between two frames is left after it.
-    matching_halflife: float = _tunable(0.1, "Transition half-life (s, matching)",
+    matching_halflife: float = tunable(0.1, "Transition half-life (s, matching)",
                                         "Motion matching: how fast a switch to another frame blends in.",
                                         min=0.01, max=1.0, step=0.01)
     # Weight of each feature group in the search (each group normalised by its spread in the database) [MM].
-    matching_weight_foot_position: float = _tunable(0.75, "Weight: foot positions (matching)",
+    matching_weight_foot_position: float = tunable(0.75, "Weight: foot positions (matching)",
                                                     "Motion matching: how much the feet's positions count.",
                                                     min=0.0, max=5.0, step=0.05)
-    matching_weight_foot_velocity: float = _tunable(1.0, "Weight: foot velocities (matching)",
+    matching_weight_foot_velocity: float = tunable(1.0, "Weight: foot velocities (matching)",
                                                     "Motion matching: how much the feet's velocities count.",
                                                     min=0.0, max=5.0, step=0.05)
-    matching_weight_hip_velocity: float = _tunable(1.0, "Weight: hip velocity (matching)",
+    matching_weight_hip_velocity: float = tunable(1.0, "Weight: hip velocity (matching)",
                                                    "Motion matching: how much the hips' velocity counts.",
                                                    min=0.0, max=5.0, step=0.05)
-    matching_weight_trajectory_position: float = _tunable(1.0, "Weight: trajectory positions (matching)",
+    matching_weight_trajectory_position: float = tunable(1.0, "Weight: trajectory positions (matching)",
                                                           "Motion matching: how much the future path counts.",
                                                           min=0.0, max=5.0, step=0.05)
-    matching_weight_trajectory_facing: float = _tunable(1.5, "Weight: trajectory facings (matching)",
+    matching_weight_trajectory_facing: float = tunable(1.5, "Weight: trajectory facings (matching)",
                                                         "Motion matching: how much the future facings count.",
                                                         min=0.0, max=5.0, step=0.05)
 
@@ -363,22 +349,10 @@ class RuntimeSettings:
         if name not in fields:
             raise ValueError(f"unknown setting {name!r}; known settings: {', '.join(fields)}")
         f, text = fields[name], text.strip()
-        default = f.default
-        if isinstance(default, bool):
-            if text.lower() not in _TRUE + _FALSE:
-                raise ValueError(f"{name}: expected true or false, got {text!r}")
-            setattr(self, name, text.lower() in _TRUE)
+        value = value_from_text(f, text)
+        if isinstance(value, (bool, str)):
+            setattr(self, name, value)
             return None
-        if "choices" in f.metadata:
-            if text not in f.metadata["choices"]:
-                raise ValueError(f"{name}: expected one of {', '.join(f.metadata['choices'])}, got {text!r}")
-            setattr(self, name, text)
-            return None
-        try:
-            value = int(text) if isinstance(default, int) else float(text)
-        except ValueError:
-            kind = "an integer" if isinstance(default, int) else "a number"
-            raise ValueError(f"{name}: expected {kind}, got {text!r}") from None
         low, high = self._static_limits(name)
         if not (math.isfinite(value) and low <= value <= high):
             raise ValueError(f"{name}: {text} is outside its range {low:g}..{high:g}")
