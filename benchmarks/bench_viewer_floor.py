@@ -10,7 +10,9 @@ import os
 import sys
 import time
 
-os.environ["PYGLET_HEADLESS"] = "true"; os.environ.setdefault("PYOPENGL_PLATFORM", "egl"); os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ["PYGLET_HEADLESS"] = "true"
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
