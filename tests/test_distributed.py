@@ -26,7 +26,6 @@ import pytest
 import torch
 from test_train import synthetic_data, tiny_config
 
-from pfnn_core.models import checkpoint as checkpoint_module
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.training import cli, distributed, loop
 from pfnn_core.training.config import TrainConfig
@@ -197,25 +196,6 @@ def test_without_torchrun_nothing_is_set_up():
     model = torch.nn.Linear(2, 2)
     assert distributed.wrap_model(model, context) is model
     assert distributed.mean_of_means({"total": 0.5}, 10, context) == {"total": 0.5}
-
-
-@pytest.mark.skip(reason="safetensors writing moved to pfnn_core/files.py; covered by tests/test_writers.py")
-def test_checkpoint_write_is_atomic(tmp_path, monkeypatch, random_checkpoint):
-    """A write that dies half way leaves the previous checkpoint whole."""
-    previous = load_checkpoint(random_checkpoint)
-    path = tmp_path / "model.safetensors"
-    checkpoint_module.save_checkpoint(path, previous.model, previous.layout, previous.norm, previous.meta)
-    before = path.read_bytes()
-
-    def dies_half_way(tensors, filename, metadata=None):
-        Path(filename).write_bytes(before[: len(before) // 2])
-        raise OSError("disk full")
-
-    monkeypatch.setattr(checkpoint_module, "save_file", dies_half_way)
-    with pytest.raises(OSError, match="disk full"):
-        checkpoint_module.save_checkpoint(path, previous.model, previous.layout, previous.norm, previous.meta)
-    assert path.read_bytes() == before
-    assert load_checkpoint(path).config == previous.config
 
 
 @pytest.mark.slow  # two training processes
