@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from pfnn_core.features.layout import make_layouts
-from pfnn_core.models.pfnn import PFNN, ModelConfig
-from pfnn_core.models.pfnn_network import FoldedPFNN
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
+from pfnn_core.models.pfnn.network import FoldedPFNN
 
 
 class ReferenceEinsumPFNN(PFNN):

@@ -39,7 +39,7 @@ import torch  # noqa: E402
 from pfnn_core.features.layout import make_layouts
 from pfnn_core.features.samples import clip_features
 from pfnn_core.models.checkpoint import save_checkpoint
-from pfnn_core.models.pfnn import PFNN, ModelConfig  # noqa: E402
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig  # noqa: E402
 from pfnn_core.models.registry import load_checkpoint  # noqa: E402
 from pfnn_core.motion import bvh  # noqa: E402
 from pfnn_core.motion.phase import stride_statistics  # noqa: E402
@@ -174,7 +174,7 @@ def section_modes(label, path):
     print(f"\n### Phase-binned network modes against the exact network: {label} ({len(x)} ticks of {script.name})\n")
     print("| mode | bins | mean abs error / output std | max | joint positions: mean / max error (mm) |")
     print("|---|---|---|---|---|")
-    from pfnn_core.models.pfnn_network import CONSTANT_BINS, LINEAR_BINS
+    from pfnn_core.models.pfnn.network import CONSTANT_BINS, LINEAR_BINS
 
     for mode, bins in (("linear", LINEAR_BINS), ("constant", CONSTANT_BINS)):
         error = np.abs(predict(x, phase, mode=mode) - exact)

@@ -53,7 +53,7 @@ def make_random_checkpoint(motion, path, extra_meta=None, hidden_size=32) -> Pat
     import torch
 
     from pfnn_core.models.checkpoint import save_checkpoint
-    from pfnn_core.models.pfnn import PFNN, ModelConfig
+    from pfnn_core.models.pfnn.model import PFNN, ModelConfig
     from pfnn_core.motion.phase import stride_statistics
 
     layouts = make_layouts(motion.num_joints)

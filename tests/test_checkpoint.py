@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from pfnn_core.models.checkpoint import CheckpointError, save_checkpoint
-from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 from pfnn_core.models.registry import load_checkpoint
 
 IN, OUT = 10, 6

@@ -155,7 +155,7 @@ def test_a_style_segment_brings_the_styles_full_stick_speeds(random_checkpoint, 
     import torch
 
     from pfnn_core.models.checkpoint import save_checkpoint
-    from pfnn_core.models.pfnn import PFNN, ModelConfig
+    from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 
     base = load_checkpoint(random_checkpoint)
     stats = {"elderly": {"walk": 0.7, "run": 1.4, "slowest_walk": 0.5, "side_step": 0.6, "walk_back": 0.5},

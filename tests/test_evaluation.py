@@ -23,7 +23,7 @@ QUICK_DRIVES = ["idle", "walk_start", "run_walk_stop", "side_steps", "backpedal"
 def random_weights(path, out):
     """The checkpoint at `path` with its network's weights drawn afresh: same layout, normalisation,
     skeleton and metadata, nothing learnt."""
-    from pfnn_core.models.pfnn import PFNN
+    from pfnn_core.models.pfnn.model import PFNN
 
     checkpoint = load_checkpoint(path)
     torch.manual_seed(0)

@@ -5,8 +5,8 @@ import pytest
 from test_matching_build import CLIPS, angle_between, linked_folder
 
 from pfnn_core.math.quat import quat_from_6d, quat_from_angle_axis, quat_normalize
-from pfnn_core.models.matching_build import build_matching
-from pfnn_core.models.matching_inertialize import play_kernel
+from pfnn_core.models.matching.build import build_matching
+from pfnn_core.models.matching.inertialize import play_kernel
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.runtime.character import Character
 from pfnn_core.runtime.command import command_from_world_move

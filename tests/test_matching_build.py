@@ -10,9 +10,9 @@ from pfnn_core.features.layout import make_layouts
 from pfnn_core.features.samples import clip_features
 from pfnn_core.math.quat import quat_mul, quat_normalize
 from pfnn_core.models.checkpoint import CheckpointError, read_checkpoint_file, write_checkpoint
-from pfnn_core.models.matching_build import build_database, build_matching, segment_rows
-from pfnn_core.models.matching_database import KIND, MatchingDatabase
-from pfnn_core.models.matching_features import POSE_PART, TRAJECTORY_PART, asked_trajectory, query_trajectory
+from pfnn_core.models.matching.build import build_database, build_matching, segment_rows
+from pfnn_core.models.matching.database import KIND, MatchingDatabase
+from pfnn_core.models.matching.features import POSE_PART, TRAJECTORY_PART, asked_trajectory, query_trajectory
 from pfnn_core.models.registry import build_model, load_checkpoint
 from pfnn_core.motion import bvh
 from pfnn_core.motion.kinematics import mirror_keep_skeleton
@@ -247,8 +247,8 @@ def test_the_kernels_quaternions_agree_with_the_quaternion_module():
     """The kernel's tuple quaternions follow `math.quat` (w, x, y, z; a * b applies b first; rotation
     vectors as `quat_to_expmap`, the short way round)."""
     from pfnn_core.math.quat import quat_abs, quat_to_expmap
-    from pfnn_core.models.matching_inertialize import quat_from_rotation_vector, quat_to_rotation_vector
-    from pfnn_core.models.matching_inertialize import quat_mul as kernel_mul
+    from pfnn_core.models.matching.inertialize import quat_from_rotation_vector, quat_to_rotation_vector
+    from pfnn_core.models.matching.inertialize import quat_mul as kernel_mul
 
     rng = np.random.default_rng(0)
     a, b = quat_normalize(rng.normal(size=4)), quat_normalize(rng.normal(size=4))

@@ -8,7 +8,7 @@ from test_matching_build import CLIPS, linked_folder
 from pfnn_core.evaluation import cli
 from pfnn_core.evaluation.analysis import Row
 from pfnn_core.evaluation.compare import compare, comparison_table, model_names
-from pfnn_core.models.matching_build import build_matching
+from pfnn_core.models.matching.build import build_matching
 
 
 def rows(value, drive="walk_turn"):

@@ -3,9 +3,9 @@ frame of the character's style, a blend of styles weighs each style's distance, 
 import numpy as np
 import pytest
 
-from pfnn_core.models.matching_database import SEGMENT_COLUMNS, MatchingDatabase
-from pfnn_core.models.matching_features import FEATURE_SIZE, SLICES, Normalisation, default_weights, weight_vector
-from pfnn_core.models.matching_search import MatchingIndex, brute_force_nearest
+from pfnn_core.models.matching.database import SEGMENT_COLUMNS, MatchingDatabase
+from pfnn_core.models.matching.features import FEATURE_SIZE, SLICES, Normalisation, default_weights, weight_vector
+from pfnn_core.models.matching.search import MatchingIndex, brute_force_nearest
 
 JOINTS = 3
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core.models.pfnn import (
+from pfnn_core.models.pfnn.model import (
     PFNN,
     ModelConfig,
     PhaseFunctionedLinear,
@@ -13,7 +13,7 @@ from pfnn_core.models.pfnn import (
     phase_weights,
     rbf_phase_weights,
 )
-from pfnn_core.models.pfnn_network import FoldedPFNN
+from pfnn_core.models.pfnn.network import FoldedPFNN
 
 
 def reference_blended_weights_forward(layer: PhaseFunctionedLinear, x, blend):

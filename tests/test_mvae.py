@@ -10,11 +10,11 @@ import torch
 
 from pfnn_core.features.layout import make_layouts
 from pfnn_core.models.checkpoint import CheckpointError, read_checkpoint_file, write_checkpoint
-from pfnn_core.models.mvae import MVAEModel
-from pfnn_core.models.mvae_checkpoint import network_of, save_mvae
-from pfnn_core.models.mvae_frames import TRIM_S, SequenceIndex, condition, phase_features
-from pfnn_core.models.mvae_losses import collapse_warning, kl_per_dimension
-from pfnn_core.models.mvae_networks import MotionVAE, MVAEConfig, NumpyMVAE
+from pfnn_core.models.mvae.checkpoint import network_of, save_mvae
+from pfnn_core.models.mvae.frames import TRIM_S, SequenceIndex, condition, phase_features
+from pfnn_core.models.mvae.losses import collapse_warning, kl_per_dimension
+from pfnn_core.models.mvae.model import MVAEModel
+from pfnn_core.models.mvae.networks import MotionVAE, MVAEConfig, NumpyMVAE
 from pfnn_core.models.registry import build_model, load_checkpoint
 from pfnn_core.runtime.settings import RuntimeSettings
 
@@ -244,7 +244,7 @@ def test_the_runtime_drives_a_motion_vae(saved):
 
 
 def test_the_latent_trail_keeps_the_last_seconds_and_projects_them_on_their_main_directions():
-    from pfnn_core.models.mvae import LatentTrail, latent_path
+    from pfnn_core.models.mvae.model import LatentTrail, latent_path
 
     trail = LatentTrail(3, seconds=0.1, fps=60.0)  # 6 ticks
     for tick in range(10):

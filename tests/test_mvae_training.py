@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from pfnn_core.models.mvae_train import MVAETrainConfig, feedback_at, kl_weight_at, lr_at, train
+from pfnn_core.models.mvae.train import MVAETrainConfig, feedback_at, kl_weight_at, lr_at, train
 from pfnn_core.models.registry import build_model, load_checkpoint
 
 BVH = Path(__file__).resolve().parents[1] / "assets" / "bvh" / "bandai-namco-ds2"
@@ -101,7 +101,7 @@ def _speed_error(model, speed: float, ticks: int = 240) -> float:
 
 @pytest.mark.slow
 def test_the_trained_policy_reaches_a_commanded_speed_better_than_an_untrained_one(trained):
-    from pfnn_core.models.mvae_networks import NumpyMVAE, Policy
+    from pfnn_core.models.mvae.networks import NumpyMVAE, Policy
 
     _, result = trained
     checkpoint = load_checkpoint(result.out_path)
@@ -117,8 +117,8 @@ def test_the_trained_policy_reaches_a_commanded_speed_better_than_an_untrained_o
 @pytest.mark.slow
 def test_a_random_weight_model_fails_the_evaluations_body_targets(tmp_path, trained):
     from pfnn_core.evaluation import cli
-    from pfnn_core.models.mvae_checkpoint import network_of, save_mvae
-    from pfnn_core.models.mvae_networks import MotionVAE
+    from pfnn_core.models.mvae.checkpoint import network_of, save_mvae
+    from pfnn_core.models.mvae.networks import MotionVAE
 
     _, result = trained
     checkpoint = load_checkpoint(result.out_path)

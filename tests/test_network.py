@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from pfnn_core.models.checkpoint import save_checkpoint
-from pfnn_core.models.pfnn import PFNN, ModelConfig
-from pfnn_core.models.pfnn_network import CONSTANT_BINS, LINEAR_BINS, PFNNModel
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
+from pfnn_core.models.pfnn.network import CONSTANT_BINS, LINEAR_BINS, PFNNModel
 from pfnn_core.models.registry import load_checkpoint
 
 

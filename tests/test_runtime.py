@@ -10,7 +10,7 @@ from pfnn_core.evaluation import measures
 from pfnn_core.features.contract import TRAJ_OFFSETS
 from pfnn_core.math.quat import quat_from_yaw, quat_to_yaw, wrap_angle
 from pfnn_core.models.checkpoint import save_checkpoint
-from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.motion.kinematics import forward_kinematics
 from pfnn_core.runtime import tick as tick_module

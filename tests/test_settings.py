@@ -101,7 +101,7 @@ def test_a_trained_beta_range_is_used_and_cubic_models_leave_beta_alone():
 
 
 def test_defaults_from_a_checkpoint_take_its_trained_beta():
-    from pfnn_core.models.pfnn import ModelConfig
+    from pfnn_core.models.pfnn.model import ModelConfig
 
     assert RuntimeSettings.for_model(card({"training": {"config": {"beta": 5.0}}})).beta == 5.0
     assert RuntimeSettings.for_model(card({}, ModelConfig(10, 10, beta=3.0))).beta == 3.0

@@ -12,7 +12,7 @@ from app.input import keys
 from app.ui.sections.style import StyleRow, blend_weights, next_style, style_rows, weights_label
 from pfnn_core.drive.cli import parse_script
 from pfnn_core.models.checkpoint import save_checkpoint
-from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 from pfnn_core.models.registry import load_checkpoint
 
 WIDTH, HEIGHT = 1000, 700

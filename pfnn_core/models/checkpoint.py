@@ -26,7 +26,7 @@ from safetensors.torch import save
 
 from pfnn_core import files
 from pfnn_core.models.card import CardError, ModelCard
-from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 
 FORMAT_NAME = "pfnn-checkpoint"
 FORMAT_VERSION = 1

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from pfnn_core.models.checkpoint import Checkpoint, CheckpointError, load_pfnn_checkpoint, read_checkpoint_file
-from pfnn_core.models.matching import MatchingModel, load_matching_checkpoint
-from pfnn_core.models.mvae import MVAEModel
-from pfnn_core.models.mvae_checkpoint import load_mvae_checkpoint
-from pfnn_core.models.pfnn_network import PFNNModel
+from pfnn_core.models.matching.model import MatchingModel, load_matching_checkpoint
+from pfnn_core.models.mvae.checkpoint import load_mvae_checkpoint
+from pfnn_core.models.mvae.model import MVAEModel
+from pfnn_core.models.pfnn.network import PFNNModel
 
 
 class Kind(NamedTuple):

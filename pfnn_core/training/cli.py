@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from pfnn_core.data import checks
-from pfnn_core.models import matching_build, mvae_train
+from pfnn_core.models.matching import build as matching_build
+from pfnn_core.models.mvae import train as mvae_train
 from pfnn_core.motion import bvh
 from pfnn_core.threads import set_thread_counts
 from pfnn_core.training import distributed, loop

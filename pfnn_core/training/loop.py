@@ -30,7 +30,7 @@ import torch
 
 from pfnn_core.device import resolve_device
 from pfnn_core.models.checkpoint import NORM_NAMES, save_checkpoint
-from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.training import distributed
 from pfnn_core.training.config import TrainConfig, TrainingError, TrainResult

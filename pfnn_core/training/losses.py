@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional
 
-from pfnn_core.models.pfnn import PFNN
+from pfnn_core.models.pfnn.model import PFNN
 from pfnn_core.training.config import TrainConfig
 from pfnn_core.training.tensors import TrainingTensors, style_one_hot
 

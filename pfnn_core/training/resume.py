@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from pfnn_core.models.pfnn import PFNN, ModelConfig
+from pfnn_core.models.pfnn.model import PFNN, ModelConfig
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.training import distributed
 from pfnn_core.training.config import TrainConfig, TrainingError

@@ -39,8 +39,8 @@ from pfnn_core.features.samples import clip_features
 from pfnn_core.math.planar import inverse_rotate_xz
 from pfnn_core.math.quat import quat_from_6d, quat_to_matrix, wrap_angle
 from pfnn_core.models.checkpoint import write_checkpoint
-from pfnn_core.models.matching_database import FUTURE_FRAMES, KIND, SEGMENT_COLUMNS, MatchingConfig, MatchingDatabase
-from pfnn_core.models.matching_features import frame_features
+from pfnn_core.models.matching.database import FUTURE_FRAMES, KIND, SEGMENT_COLUMNS, MatchingConfig, MatchingDatabase
+from pfnn_core.models.matching.features import frame_features
 from pfnn_core.motion import bvh
 from pfnn_core.skeleton import skeleton_dict, skeleton_only
 

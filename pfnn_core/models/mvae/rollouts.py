@@ -13,15 +13,15 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional
 
-from pfnn_core.models.mvae_frames import condition
-from pfnn_core.models.mvae_losses import (
+from pfnn_core.models.mvae.frames import condition
+from pfnn_core.models.mvae.losses import (
     FrameParts,
     acceleration,
     foot_velocity,
     kl_per_dimension,
     reconstruction,
 )
-from pfnn_core.models.mvae_networks import MotionVAE
+from pfnn_core.models.mvae.networks import MotionVAE
 
 
 @dataclass

@@ -27,7 +27,7 @@ import torch
 from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
 from pfnn_core.models.checkpoint import CheckpointError
-from pfnn_core.models.matching_features import FEATURE_GROUPS, FEATURE_SIZE, default_weights, mirrored_features
+from pfnn_core.models.matching.features import FEATURE_GROUPS, FEATURE_SIZE, default_weights, mirrored_features
 
 SEGMENT_COLUMNS = ("start", "rows", "clip", "style", "standing", "first_frame", "mirrored")
 FUTURE_FRAMES = 60  # 60 Hz frames of future a searchable moving frame has within its clip

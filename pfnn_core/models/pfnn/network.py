@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from pfnn_core.models.base import ModelInput, ModelOutput, MotionModel
-from pfnn_core.models.pfnn import PFNN, check_style, phase_weights
+from pfnn_core.models.pfnn.model import PFNN, check_style, phase_weights
 
 log = logging.getLogger(__name__)
 

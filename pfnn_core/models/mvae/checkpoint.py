@@ -24,7 +24,7 @@ from pfnn_core.models.checkpoint import (
     stored_meta,
     write_checkpoint,
 )
-from pfnn_core.models.mvae_networks import MotionVAE, MVAEConfig
+from pfnn_core.models.mvae.networks import MotionVAE, MVAEConfig
 
 KIND = "mvae"
 

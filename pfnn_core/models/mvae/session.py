@@ -11,11 +11,11 @@ import numpy as np
 import torch
 
 from pfnn_core.models.checkpoint import NORM_NAMES
-from pfnn_core.models.mvae_checkpoint import load_mvae_checkpoint, save_mvae
-from pfnn_core.models.mvae_frames import SequenceIndex, control_indices
-from pfnn_core.models.mvae_losses import FrameParts, active_dimensions, collapse_warning
-from pfnn_core.models.mvae_networks import MotionVAE
-from pfnn_core.models.mvae_rollouts import (
+from pfnn_core.models.mvae.checkpoint import load_mvae_checkpoint, save_mvae
+from pfnn_core.models.mvae.frames import SequenceIndex, control_indices
+from pfnn_core.models.mvae.losses import FrameParts, active_dimensions, collapse_warning
+from pfnn_core.models.mvae.networks import MotionVAE
+from pfnn_core.models.mvae.rollouts import (
     MVAETensors,
     history_length,
     policy_history_length,
@@ -195,7 +195,7 @@ class Session:
 
     def restore(self, path) -> None:
         from pfnn_core.models.checkpoint import read_checkpoint_file
-        from pfnn_core.models.mvae_checkpoint import network_of
+        from pfnn_core.models.mvae.checkpoint import network_of
 
         path = Path(path)
         info, tensors = read_checkpoint_file(path)

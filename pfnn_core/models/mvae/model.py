@@ -23,9 +23,9 @@ import math
 import numpy as np
 
 from pfnn_core.models.base import ModelInput, ModelOutput, MotionModel
-from pfnn_core.models.mvae_checkpoint import network_of
-from pfnn_core.models.mvae_frames import condition, control_indices
-from pfnn_core.models.mvae_networks import NumpyMVAE
+from pfnn_core.models.mvae.checkpoint import network_of
+from pfnn_core.models.mvae.frames import condition, control_indices
+from pfnn_core.models.mvae.networks import NumpyMVAE
 
 ROOT_FILTER_S = 0.03  # s: time constant of the root motion's low-pass filter
 VARIATION_SEED = 0

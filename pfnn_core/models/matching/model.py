@@ -24,8 +24,8 @@ import numpy as np
 from pfnn_core.math.mat3 import njit
 from pfnn_core.models.base import ModelInput, ModelOutput, MotionModel
 from pfnn_core.models.checkpoint import Checkpoint, CheckpointError, card_of, layout_of, stored_meta
-from pfnn_core.models.matching_database import KIND, MatchingConfig, MatchingDatabase
-from pfnn_core.models.matching_features import (
+from pfnn_core.models.matching.database import KIND, MatchingConfig, MatchingDatabase
+from pfnn_core.models.matching.features import (
     FEATURE_GROUPS,
     POSE_PART,
     TRAJECTORY_PART,
@@ -36,8 +36,8 @@ from pfnn_core.models.matching_features import (
     sharp_change,
     weight_vector,
 )
-from pfnn_core.models.matching_inertialize import output_starts, play_kernel
-from pfnn_core.models.matching_search import MatchingIndex
+from pfnn_core.models.matching.inertialize import output_starts, play_kernel
+from pfnn_core.models.matching.search import MatchingIndex
 
 NEAR_ROWS = 2  # a best frame this many rows from the one playing, in its clip, is the one playing
 SHARP_MOVE = 0.3  # m: a trajectory sample this far from where it was at the last search searches at once

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.spatial import cKDTree
 
-from pfnn_core.models.matching_database import MatchingDatabase
-from pfnn_core.models.matching_features import Normalisation
+from pfnn_core.models.matching.database import MatchingDatabase
+from pfnn_core.models.matching.features import Normalisation
 
 LEAF_SIZE = 16
 

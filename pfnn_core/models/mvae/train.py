@@ -1,4 +1,4 @@
-"""Training the motion VAE (`pfnn-train --kind mvae`, or `python -m pfnn_core.models.mvae_cli` for every option).
+"""Training the motion VAE (`pfnn-train --kind mvae`, or `python -m pfnn_core.models.mvae.cli` for every option).
 
 Two stages over one schedule of epochs (an epoch = `batches_per_epoch` batches of rollouts drawn from
 the trimmed training windows, `mvae_frames.SequenceIndex`):
@@ -26,10 +26,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from pfnn_core.models.mvae_losses import active_dimensions, collapse_warning
-from pfnn_core.models.mvae_networks import MVAEConfig
-from pfnn_core.models.mvae_rollouts import LossWeights, policy_rollout, vae_rollout
-from pfnn_core.models.mvae_session import Session, prepare
+from pfnn_core.models.mvae.losses import active_dimensions, collapse_warning
+from pfnn_core.models.mvae.networks import MVAEConfig
+from pfnn_core.models.mvae.rollouts import LossWeights, policy_rollout, vae_rollout
+from pfnn_core.models.mvae.session import Session, prepare
 
 log = logging.getLogger(__name__)
 

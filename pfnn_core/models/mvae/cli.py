@@ -1,4 +1,4 @@
-"""`python -m pfnn_core.models.mvae_cli`: train a motion VAE with every option of `MVAETrainConfig`
+"""`python -m pfnn_core.models.mvae.cli`: train a motion VAE with every option of `MVAETrainConfig`
 on the command line (`pfnn-train --kind mvae` takes the shared options only)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import threading
 from dataclasses import fields
 
-from pfnn_core.models.mvae_train import MVAETrainConfig, train
+from pfnn_core.models.mvae.train import MVAETrainConfig, train
 
 
 def _parser() -> argparse.ArgumentParser:
