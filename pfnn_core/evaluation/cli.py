@@ -162,6 +162,11 @@ def filmstrip_times(drive) -> list[float]:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--ab" in argv or "--ab-results" in argv:  # the blind A/B page for people (pfnn_core/evaluation/ab_cli.py)
+        from pfnn_core.evaluation import ab_cli
+
+        return ab_cli.main(argv)
     parser = argparse.ArgumentParser(prog="pfnn-eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", action="append", help="checkpoint (.safetensors; default the shipped model); "
                         "give it again for each model to compare: one report, a column per model and subject")
