@@ -2,8 +2,8 @@
 
 Owns `MocapClip` (one clip's arrays and labels at its own frame rate), `load_mocap` (the clips of a
 folder on the model's skeleton, labelled), `MocapReference` and `mocap_reference` (floor levels,
-skating per kind of motion, pops, floating, stance, jerk, the pose database and leave-one-clip-out
-realism), and the folder and held-out-clip lookups a checkpoint needs.
+skating per kind of motion, pops, floating, stance, jerk, acceleration noise per kind of motion,
+the slip in turns, the pose database and leave-one-clip-out realism), and the folder and held-out-clip lookups a checkpoint needs.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import numpy as np
 from pfnn_core.data.labels import LabelRule, label_clips
 from pfnn_core.data.normalise import split_by_clip
 from pfnn_core.data.statistics import floor_heights, motion_kind, standing_stance
-from pfnn_core.evaluation import measures, metrics
+from pfnn_core.evaluation import acceleration_noise as noise_measure
+from pfnn_core.evaluation import measures, metrics, turning_slip
 from pfnn_core.features.contract import gait_from_speed
 from pfnn_core.models.card import ModelCard
 from pfnn_core.motion import bvh
@@ -160,6 +161,11 @@ class MocapReference:
     database: measures.PoseDatabase
     database_styles: list          # style name of each database label (style index)
     realism: dict                  # leave-one-clip-out: {"median", "p95", "clips"}
+    acceleration_noise: dict = field(default_factory=dict)  # kind -> power of the body joints' accelerations
+                                   # in `noise_band`, (m/s^2)^2 (`acceleration_noise.acceleration_noise`)
+    noise_band: tuple = (noise_measure.NOISE_LOW_HZ, 15.0)  # Hz: up to the slowest clip's Nyquist (and 30)
+    turning_slip: float = math.nan  # m/s across the facing in the turns of forward walks and runs
+    turning_frames: int = 0        # the frames that slip is the mean over
 
     @property
     def styles(self) -> list[str]:
@@ -182,7 +188,33 @@ def mocap_reference(clips: list, names, parents, card: ModelCard | None = None,
     return MocapReference(
         clips=clips, names=list(names), parents=parents, contact_joints=contact_joints, floor=floor,
         floor_source=floor_source, **by_kind, **faults, stance=stance, stance_spread=stance_spread,
-        database=database, database_styles=styles, realism=realism)
+        database=database, database_styles=styles, realism=realism, **_naturalness(clips, names, parents))
+
+
+SIM_NYQUIST_HZ = 30.0  # the drives run at 60 Hz: the noise band stops at the lower of this and the mocap's
+
+
+def noise_band(clips) -> tuple[float, float]:
+    """(low, high) Hz of the acceleration-noise band: from NOISE_LOW_HZ up to the Nyquist frequency of
+    the slowest clip (a 30 fps capture shows nothing above 15 Hz), at most the drives' 30 Hz."""
+    high = min([SIM_NYQUIST_HZ] + [0.5 / c.dt for c in clips])
+    return noise_measure.NOISE_LOW_HZ, high
+
+
+def _naturalness(clips, names, parents) -> dict:
+    """Acceleration noise per moving kind (clips pooled by duration) and the slip in the turns of the
+    forward walks and runs (pooled by turning frames)."""
+    body = measures.body_joints(names, parents)
+    low, high = noise_band(clips)
+    noise = {}
+    for kind in ("walk", "run", "back", "side"):
+        parts = [(noise_measure.acceleration_noise(c.positions[:, body], c.dt, low, high), len(c.positions) * c.dt)
+                 for c in clips if c.kind == kind]
+        noise[kind] = noise_measure.pooled_noise(parts)
+    slips = [turning_slip.turning_slip(*turning_slip.body_root(c.positions, names, parents, c.dt), c.dt)
+             for c in clips if c.kind in ("walk", "run")]
+    return {"acceleration_noise": noise, "noise_band": (low, high), "turning_slip": turning_slip.pooled_slip(slips),
+            "turning_frames": int(sum(n for _, n in slips))}
 
 
 def _floor(clips, contact_joints, card) -> tuple[np.ndarray, str]:
