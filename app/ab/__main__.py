@@ -1,0 +1,5 @@
+import sys
+
+from app.ab.render import main
+
+sys.exit(main())
