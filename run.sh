@@ -2,7 +2,7 @@
 # One entry point for newcomers:
 #   ./run.sh            set up (first time only) and start the viewer on the shipped model
 #   ./run.sh test       set up (first time only) and run the test suite (pytest)
-#   ./run.sh setup      only set up
+#   ./run.sh setup      only set up (setup-test: also the browser the tests drive)
 # Anything after the first word is passed on (to the viewer, or to pytest).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -25,6 +25,16 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 }
 
+browser_install() {
+    # The A/B page's test drives a real browser: Debian's Chromium and its WebDriver (tests only).
+    command -v chromium >/dev/null && command -v chromedriver >/dev/null && return 0
+    echo "Installing system packages for the browser test: chromium chromium-driver"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+}
+
 setup() {
     local stamp="$VENV/.installed"
     if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then return 0; fi
@@ -41,7 +51,8 @@ cmd=${1:-viewer}
 [ $# -gt 0 ] && shift
 case "$cmd" in
     setup) setup ;;
-    test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+    setup-test) setup; browser_install ;;
+    test) setup; browser_install; exec "$VENV/bin/python" -m pytest "$@" ;;
     viewer) setup; exec "$VENV/bin/python" run_viewer.py "$@" ;;
     *) setup; exec "$VENV/bin/python" run_viewer.py "$cmd" "$@" ;;
 esac
