@@ -29,6 +29,7 @@ PANEL_REQUESTS = (
     "save_screenshot", "video_start", "video_stop",
     "quit_now",  # stop training (it saves its resumable state) and quit
     "editor",  # an Editor section action: 'add', 'preview', 'save', 'load', 'export', 'train'
+    "recovery",  # (choice, path) of the recovery dialog (`app.jobs.recovery.Recovery.action`)
 )
 
 
@@ -106,6 +107,7 @@ def _panel_requests(viewer) -> dict:
         "video_stop": captures.stop_video,
         "quit_now": lambda: quit_now(viewer),
         "editor": lambda action: editor_action(state, action),
+        "recovery": viewer.recovery.action,
     }
 
 

@@ -30,6 +30,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--screenshot", help="save the last frame to this PNG (headless mode)")
     parser.add_argument("--video", help="record every frame to this MP4 (headless: the --frames frames at "
                                         "60 fps; in a window: until the viewer closes)")
+    parser.add_argument("--record", help="record the live character to BVH from the first frame until the viewer "
+                                         "closes (a folder: a file named by date and time); journaled to disk "
+                                         "meanwhile, so a crash leaves a take the next start offers back")
     parser.add_argument("--capture-dir", help="folder for screenshots and videos taken with the keys "
                                               "(default: captures/ in the work folder)")
     parser.add_argument("--width", type=int, default=1280)
@@ -43,7 +46,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for BLAS and torch (default 1)")
     args = parser.parse_args(argv)
     # command-line paths are the shell's: resolved against the current folder now
-    for name in ("bvh", "script", "screenshot", "video", "capture_dir"):
+    for name in ("bvh", "script", "screenshot", "video", "capture_dir", "record"):
         if getattr(args, name):
             setattr(args, name, str(Path(getattr(args, name)).expanduser().resolve()))
     if args.model:
@@ -94,6 +97,8 @@ def main(argv=None) -> int:
         print(f"pfnn-viewer: {args.script}: {problem}", file=sys.stderr)
         viewer.close()
         return 2
+    if args.record:
+        start_recording(viewer, args.record)
     if args.headless:
         return run_headless(viewer, args)
     if args.video:
@@ -118,12 +123,19 @@ def script_style_error(script, viewer) -> str:
     return ""
 
 
+def start_recording(viewer, path: str) -> None:
+    """`--record`: a take from the first frame into `path` (a folder gets a file named by time)."""
+    viewer.state.record.path = path + ("/" if Path(path).is_dir() or not path.lower().endswith(".bvh") else "")
+    viewer.captures.start_recording(viewer.live_source)
+
+
 def run_headless(viewer, args) -> int:
     """Render `--frames` frames offscreen; any file that could not be used fails the run (exit 1) with
     its message, before any frame is rendered, instead of quietly showing something else."""
     from app.jobs.capture import save_png
 
-    failures = [message for message in (viewer.state.model.error, viewer.state.playback.error) if message]
+    failures = [message for message in (viewer.state.model.error, viewer.state.playback.error,
+                                        viewer.state.record.error) if message]
     if failures:
         for message in failures:
             print(f"pfnn-viewer: {message}", file=sys.stderr)
@@ -142,8 +154,11 @@ def run_headless(viewer, args) -> int:
     if args.video:
         viewer.captures.stop_video()
         print(viewer.state.capture.error or viewer.state.capture.message)
+    if args.record:
+        viewer.captures.stop_recording()
+        print(viewer.state.record.error or viewer.state.record.message)
     viewer.close()
-    return 1 if viewer.state.capture.error else 0
+    return 1 if viewer.state.capture.error or viewer.state.record.error else 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from app.actions import action_table
 from app.input.devices import InputDevices, InputFrame
 from app.input.window_events import WindowEvents
 from app.jobs.capture_control import CaptureControl
+from app.jobs.recovery import Recovery
 from app.jobs.training_runner import TrainingRunner
 from app.render.camera import Camera
 from app.render.overlays import build_overlays
@@ -83,6 +84,7 @@ class Viewer:
         self.history = StateHistory(SIM_DT)
         self.crowd = max(1, int(crowd))
         self.training, self.captures = TrainingRunner(), CaptureControl(self.state)
+        self.recovery = Recovery(self.state)  # offers what an earlier run left unsaved; autosaves the Editor
         self.actions = action_table(self)
         self.imgui = ImguiLayer()
         self.input = WindowEvents(self.window, self.devices, self.camera, self.imgui, self.run_action)
@@ -281,6 +283,7 @@ class Viewer:
         if self.captures.video is not None:
             self.captures.add_video_frame(self.read_pixels(), real_dt)
         self.handle_requests()
+        self.recovery.frame()
         styles.sync_style(self.state, self.live_source)
         self._update_stats(start, real_dt, steps, (sim_done, render_done, ui_done))
         self.frame_count += 1
@@ -369,6 +372,9 @@ class Viewer:
             self.training.job.stop()
         if self.captures.video is not None:
             self.captures.stop_video()
+        if self.captures.recorder is not None:
+            self.captures.stop_recording()  # a take still running is saved (its journal kept if it cannot be)
+        self.recovery.close()
         try:
             self.window.switch_to()
             self.imgui.close()

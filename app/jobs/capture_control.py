@@ -6,7 +6,7 @@ file, goes into the Record and Capture sections; nothing here stops the viewer."
 from pathlib import Path
 
 from app.jobs.capture import VideoRecorder, capture_name, save_png
-from app.jobs.recorder import Recorder
+from app.jobs.recorder import Recorder, journal_folder
 from app.paths import free_path
 from app.ui.messages import failure_message
 
@@ -30,7 +30,7 @@ class CaptureControl:
     def start_recording(self, live_source) -> None:
         record = self.state.record
         try:
-            self.recorder = Recorder.for_source(live_source)
+            self.recorder = Recorder.for_source(live_source, journal_dir=journal_folder(self.state.work_dir))
         except Exception as error:
             record.error = str(error)
             return
@@ -50,6 +50,9 @@ class CaptureControl:
             self.state.toast(f"Saved take {Path(path).name} ({self.recorder.frame_count} frames)")
         except Exception as error:
             record.error = failure_message("save", path, error)
+            if self.recorder.frame_count and self.recorder.journal is not None and self.recorder.journal.frame_count:
+                record.error += " (the take is kept on disk: recover it from the Record section)"
+                self.state.request("recovery", ("show", None))
         self.recorder = None
 
     def record_tick(self, live_source) -> None:
@@ -57,6 +60,7 @@ class CaptureControl:
         if self.recorder is not None:
             self.recorder.capture(live_source)
             self.state.record.frames = self.recorder.frame_count
+            self.state.record.journal_problem = self.recorder.journal_problem
 
     @property
     def recorded_frames(self) -> int | None:

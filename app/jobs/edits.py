@@ -4,17 +4,22 @@ folder the Train section then trains on). Each works with `pfnn_core.edit` on th
 (`state.editor`, an `app.ui.sections.editor.EditorPanel`) and writes the outcome or the error (naming the
 piece and field) back. Relative paths typed in the panel are resolved against the work folder
 (`state.resolve`), a loaded edit list's own relative piece files as `pfnn-edit` reads them (the current
-folder, then the list's folder).
+folder, then the list's folder). `EditAutosave` keeps what the section holds on disk while it is
+unsaved, so a crash never costs it (`app.jobs.recovery` offers it back at the next start).
 """
 
+import dataclasses
+import json
 import shutil
+import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
 from app.ui.messages import user_error
 from app.ui.sections.editor import EditorPanel, PieceCurves, PieceRow, piece_problem
-from pfnn_core import edit
+from pfnn_core import edit, files
 
 
 def edit_list(panel: EditorPanel, base_dir) -> edit.EditList:
@@ -69,6 +74,7 @@ def editor_action(state, action: str) -> None:
             raise edit.EditError("name the edit list file first")
         elif action == "save":
             path = edit.save_edit_list(edit_list(panel, base_dir), list_file)
+            panel.saved_document = panel_document(panel)
             panel.message = f"Saved the edit list to {path}"
         elif action == "load":
             edits = edit.load_edit_list(list_file)
@@ -76,6 +82,7 @@ def editor_action(state, action: str) -> None:
             panel.name, panel.fps = edits.name, edits.fps
             panel.kind, panel.seconds = edits.transition_kind, edits.transition_seconds
             panel.match_phase, panel.search_seconds = edits.match == "phase", edits.search_seconds
+            panel.saved_document = panel_document(panel)
             panel.message = f"Loaded {len(panel.pieces)} pieces from {list_file}"
         elif action == "export":
             panel.exported = _build(panel, state.resolve(panel.out_path), base_dir)
@@ -120,3 +127,73 @@ def train_on_this(state, base_dir) -> None:
     copied = shutil.copy2(exported, folder / Path(exported).name)
     state.train.bvh_dir = str(folder)
     panel.message = f"Copied {Path(copied).name} into {folder}; the Train section now trains on that folder."
+
+
+# ---- autosave: the edit list survives a crash ---------------------------------------------------
+
+AUTOSAVE_FOLDER = "edits/.autosave"  # in the work folder; one file per viewer run
+AUTOSAVE_INTERVAL_S = 2.0  # a change is on disk within this (a dragged slider is not written every frame)
+_PANEL_FIELDS = ("name", "kind", "seconds", "match_phase", "search_seconds", "fps", "list_path", "out_path",
+                 "train_dir")
+
+
+def panel_document(panel: EditorPanel) -> dict:
+    """What the Editor section holds that a person made (pieces, cuts, settings, paths), as JSON."""
+    document = {name: getattr(panel, name) for name in _PANEL_FIELDS}
+    document["pieces"] = [dataclasses.asdict(row) for row in panel.pieces]
+    return document
+
+
+def restore_document(panel: EditorPanel, document, source: str) -> None:
+    """Put an autosaved `panel_document` back into the panel; EditError naming `source` and the field
+    when it is not one (the panel is then unchanged)."""
+    if not isinstance(document, dict) or not isinstance(document.get("pieces"), list):
+        raise edit.EditError(f"{source}: not an autosaved edit list (no 'pieces' list)")
+    values = {}
+    for name in _PANEL_FIELDS:
+        default = getattr(EditorPanel, name)  # every field autosaved has a plain default
+        value = document.get(name, default)
+        if type(value) is not type(default) and not (isinstance(default, float) and type(value) is int):
+            raise edit.EditError(f"{source}: field '{name}' should be {type(default).__name__}")
+        values[name] = value
+    rows = []
+    for index, piece in enumerate(document["pieces"]):
+        try:
+            rows.append(PieceRow(str(piece["file"]), float(piece["start"]), float(piece["end"]), bool(piece["mirror"]),
+                                 float(piece["speed"]), float(piece["duration"])))
+        except (KeyError, TypeError, ValueError):
+            raise edit.EditError(f"{source}: pieces[{index}] needs file, start, end, mirror, speed, duration") from None
+    for name, value in values.items():
+        setattr(panel, name, value)
+    panel.pieces, panel.report, panel.curves = rows, [], []
+
+
+class EditAutosave:
+    """Writes the Editor's pieces and settings to `path` (atomically) a little after each change; removes
+    the file when there is nothing left to lose (no pieces, or what the edit list file last saved or
+    loaded holds)."""
+
+    def __init__(self, path, interval_s: float = AUTOSAVE_INTERVAL_S, clock=time.monotonic):
+        self.path, self.interval_s, self.clock = Path(path), interval_s, clock
+        self.written = None  # the document on disk (None: no file of this run)
+        self.error = ""  # why the last autosave failed ('' when it worked)
+        self._last_write = -float("inf")
+
+    def update(self, panel: EditorPanel, force: bool = False) -> None:
+        document = panel_document(panel)
+        keep = bool(panel.pieces) and document != panel.saved_document
+        wanted = document if keep else None
+        if wanted == self.written or (not force and self.clock() - self._last_write < self.interval_s):
+            return
+        self._last_write = self.clock()
+        try:
+            if wanted is None:
+                self.path.unlink(missing_ok=True)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                files.write_text(self.path, json.dumps({"autosaved": datetime.now().isoformat(timespec="seconds"),
+                                                        "editor": wanted}, indent=1))
+        except OSError as error:
+            self.error = f"The edit list could not be autosaved: {files.explain(error)}"
+            return
+        self.written, self.error = wanted, ""

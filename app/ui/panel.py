@@ -11,6 +11,7 @@ from app.ui.file_browser import browser_window
 from app.ui.help import help_window
 from app.ui.hud import hud_window
 from app.ui.path_fields import apply_choice
+from app.ui.recovery import recovery_dialog
 from app.ui.sections.capture import capture_section
 from app.ui.sections.editor import editor_section
 from app.ui.sections.model import model_section
@@ -59,6 +60,7 @@ def gui(state, display_size=(1280, 720)) -> None:
         apply_choice(state, state.browser.target, chosen)
     help_window(state, display_size)
     quit_dialog(state, display_size)
+    recovery_dialog(state, display_size)
 
 
 def panel(state, display_size) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from app import paths
 from app.transport import TransportPanel
 from app.ui.file_browser import BrowserState, RecentFolders
+from app.ui.recovery import RecoveryPanel
 from app.ui.sections.editor import EditorPanel
 from app.ui.sections.style import StylePanel
 from pfnn_core.runtime.settings import RuntimeSettings
@@ -70,6 +71,7 @@ class RecordPanel:
     last_path: str = ""  # the file the last take was saved to
     recording: bool = False
     frames: int = 0
+    journal_problem: str = ""  # why the take is no longer journaled to disk (it goes on in memory)
     message: str = ""
     error: str = ""
 
@@ -110,6 +112,7 @@ class ViewerState:
     confirm_quit: bool = False  # the "training is running: quit anyway?" dialog is open
     field_rects: dict = field(default_factory=dict)  # screen rects (x0, y0, x1, y1) of named widgets, last frame
     editor: EditorPanel = field(default_factory=EditorPanel)
+    recovery: RecoveryPanel = field(default_factory=RecoveryPanel)  # unsaved work an earlier run left
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
     hud: dict = field(default_factory=dict)  # phase, speed, gait, style of the followed character
     messages: list = field(default_factory=list)  # recent notices (gamepads, saves)

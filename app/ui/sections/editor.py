@@ -15,6 +15,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from app.ui.path_fields import path_field
+from app.ui.recovery import reopen_button
 from app.ui.theme import (
     ASKED_COLOUR,
     CURVE_COLOUR,
@@ -69,6 +70,7 @@ class EditorPanel:
     curves: list = field(default_factory=list)  # PieceCurves of the last build
     report: list = field(default_factory=list)  # the last build's report, in short (`summary_lines`)
     exported: str = ""  # the file the last export wrote
+    saved_document: dict | None = None  # what the edit list file last saved or loaded held (autosave's 'saved')
     message: str = ""
     error: str = ""
     cache: dict = field(default_factory=dict, repr=False)  # loaded and labelled clips (pfnn_core.edit)
@@ -186,5 +188,7 @@ def editor_section(state) -> None:
         state.request("editor", "train")
     wrapped(OK_COLOUR, panel.message)
     wrapped(ERROR_COLOUR, panel.error)
+    wrapped(ERROR_COLOUR, state.recovery.autosave_error)
+    reopen_button(state, "edit lists")
     for line in panel.report:
         wrapped(DIM_COLOUR, line)
