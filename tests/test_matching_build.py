@@ -257,3 +257,17 @@ def test_the_kernels_quaternions_agree_with_the_quaternion_module():
         vector = quat_to_rotation_vector(tuple(q))
         np.testing.assert_allclose(vector, quat_to_expmap(quat_abs(q)), atol=1e-9)
         np.testing.assert_allclose(np.abs(np.dot(quat_from_rotation_vector(vector), q)), 1.0, atol=1e-12)
+
+
+def test_pfnn_train_builds_a_database_and_says_so_without_epochs(tmp_path, capsys):
+    """`pfnn-train --kind matching` is a build: its size and time are said, no epoch count, no loss."""
+    from pfnn_core.training import cli
+
+    folder = linked_folder(tmp_path / "clips", CLIPS[:2])
+    out = tmp_path / "mm.safetensors"
+    assert cli.main([str(folder), "--kind", "matching", "--out", str(out), "--threads", "1"]) == 0
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert "matching database of 2 clips" in text and str(out) in text
+    assert "epoch" not in text and "validation" not in text and "batch/s" not in text
+    assert load_checkpoint(out).card.kind == KIND

@@ -33,6 +33,7 @@ KINDS: dict[str, Callable[..., TrainResult]] = {"pfnn": loop.train, "mvae": mvae
                                                 "matching": matching_build.train}
 # Kinds that read the BVH files themselves: no PFNN dataset is built for them (their `data` is None).
 OWN_DATA_KINDS = ("matching",)
+BUILT_KINDS = ("matching",)  # kinds whose "training" is a build: no epochs, no batches, no validation loss
 
 
 def _model_kind(text: str) -> str:
@@ -181,11 +182,11 @@ class _BuildBar:
             self.bar.close()
 
 
-def _progress_bar(context: distributed.Context):
+def _progress_bar(context: distributed.Context, shown: bool = True):
     """(the training progress bar, the `progress` callback that moves it); rank 0 alone shows it."""
     from tqdm import tqdm
 
-    bar = tqdm(total=1, unit="batch", dynamic_ncols=True, disable=not context.is_main)
+    bar = tqdm(total=1, unit="batch", dynamic_ncols=True, disable=not (shown and context.is_main))
 
     def on_progress(info: dict) -> None:
         bar.total = info["total_steps"]
@@ -247,8 +248,11 @@ def _load(args: argparse.Namespace) -> tuple[TrainConfig, distributed.Context, o
     return config, context, data
 
 
-def _finished(result: TrainResult, context: distributed.Context) -> int:
+def _finished(result: TrainResult, context: distributed.Context, kind: str = "pfnn") -> int:
     """Say how the run ended; the exit code (130 when stopped, else 0)."""
+    if kind in BUILT_KINDS and not result.stopped:  # the build said its size and time already
+        _say(context, f"pfnn-train: model: {result.out_path}")
+        return 0
     if result.stopped:
         again = " under torchrun with the same options" if context.distributed else ""
         _say(context, f"pfnn-train: stopped; resumable checkpoint saved to {result.resume_path}\n"
@@ -270,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in _dataset_report(data, config, context) if data is not None else []:
         _say(context, line)
 
-    bar, on_progress = _progress_bar(context)
+    bar, on_progress = _progress_bar(context, shown=args.kind not in BUILT_KINDS)
     stop = threading.Event()
     try:
         with _stop_on_signals(stop, bar, context):
@@ -286,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130  # without waiting for the other processes: torchrun ends them
     distributed.shutdown(context)
     bar.close()
-    return _finished(result, context)
+    return _finished(result, context, args.kind)
 
 
 if __name__ == "__main__":
