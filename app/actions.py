@@ -11,7 +11,10 @@ does it.
 
 import time
 
+from app.input.keys import control, keys_label
 from app.render.renderer import VIEW_MODES
+from app.sources.physics import MODES as PHYSICS_MODES
+from app.sources.physics import push_impulse
 from app.sources.styles import cycle_style
 from app.transport import next_speed
 
@@ -84,6 +87,8 @@ def _control_actions(viewer) -> dict:
         "toggle_help": lambda: setattr(state, "show_help", not state.show_help),
         "escape": lambda: escape(state),
         "quit": lambda: quit_or_ask(viewer),
+        "cycle_physics": lambda: cycle_physics(state),
+        "push_character": lambda: push_character(viewer),
     }
 
 
@@ -125,6 +130,22 @@ def toggle_recording(state) -> None:
     else:
         state.stop_armed_until = now + STOP_CONFIRM_S
         state.toast("Recording: press R again to stop and save the take", STOP_CONFIRM_S)
+
+
+def cycle_physics(state) -> None:
+    """Physics off -> on -> both -> off (applied before the next tick)."""
+    mode = state.physics.mode
+    state.physics.mode = PHYSICS_MODES[(PHYSICS_MODES.index(mode) + 1) % len(PHYSICS_MODES)]
+    state.toast(f"Physics {state.physics.mode}", 1.5)
+
+
+def push_character(viewer) -> None:
+    """A push at the followed character's chest along the camera's view (with the physics on)."""
+    physics = getattr(viewer.live_source, "physics", None)
+    if viewer.source is viewer.live_source and physics is not None and physics.push(push_impulse(viewer.camera.view_yaw())):
+        viewer.state.physics.pushes += 1
+    else:
+        viewer.state.toast(f"A push needs the physics on ({keys_label(control('cycle_physics'))})")
 
 
 def escape(state) -> None:

@@ -26,6 +26,7 @@ from app.render.scene import lerp
 from app.sources import styles
 from app.sources.loading import load_live, open_playback
 from app.sources.playback import PlaybackSource
+from app.sources.readouts import apply_physics_mode, update_readouts
 from app.transport import StateHistory, scaled_real_dt
 from app.ui.hud import hud_values
 from app.ui.imgui_layer import ImguiLayer
@@ -270,7 +271,10 @@ class Viewer:
         self.poll_training()
         for action in self.devices.take_actions():
             self.run_action(action)
+        if apply_physics_mode(self.state, self.live_source) and self.source is self.live_source:
+            self.prev_frames = self.cur_frames = self.source.frames()  # paused too: the mode shows at once
         steps = self.simulate(real_dt)
+        update_readouts(self.state, self.live_source)
         sim_done = time.perf_counter()
         frames = self.interpolated_frames()
         self.camera.follow(frames[0].root_pos, real_dt)

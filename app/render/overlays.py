@@ -1,4 +1,5 @@
-"""Overlay geometry built from a `SceneFrame`: trajectory, foot contacts, phase dial, joint axes.
+"""Overlay geometry built from a `SceneFrame`: trajectory, foot contacts, phase dial, joint axes, and with
+the physics on the kinematic pose's ghost and the floor's forces under the feet.
 
 Pure functions: a frame in, `Lines`/`Points` arrays out (world metres, RGBA 0..1); the renderer only
 uploads them. Each overlay has its own builder so it can be toggled and tested on its own.
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.render.scene import SceneFrame
+from app.render.scene import SceneFrame, drawn_bones
 
 PAST_COLOUR = (0.55, 0.62, 0.72, 1.0)
 PREDICTED_COLOUR = (0.16, 0.72, 0.95, 1.0)  # the network's trajectory (what it was conditioned on)
@@ -18,6 +19,10 @@ CONTACT_ON_COLOUR = np.array([0.15, 0.95, 0.45, 1.0])
 LOCK_COLOUR = (0.95, 0.25, 0.75, 1.0)
 PHASE_COLOUR = (0.98, 0.86, 0.3, 1.0)
 AXIS_COLOURS = ((0.95, 0.25, 0.25, 1.0), (0.3, 0.9, 0.3, 1.0), (0.3, 0.5, 1.0, 1.0))
+GHOST_COLOUR = (0.78, 0.86, 1.0, 0.42)  # the kinematic pose behind the simulated one
+FORCE_COLOUR = (1.0, 0.36, 0.18, 0.95)
+FORCE_SCALE = 0.0005  # m of arrow per newton: a body's weight (~590 N) on one foot draws 0.3 m
+FORCE_MIN = 5.0  # N: smaller forces (a grazing toe) are not drawn
 GROUND_LIFT = 0.012  # draw ground overlays just above the floor to avoid z-fighting
 
 
@@ -27,6 +32,7 @@ class Lines:
     ends: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.float32))  # [N, 3]
     colours: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))  # [N, 4]
     width_px: float = 3.0
+    through: bool = False  # drawn over the bodies (no depth test): the ghost shows through the body
 
 
 @dataclass
@@ -174,11 +180,44 @@ def joint_axes_geometry(frame: SceneFrame, length: float = 0.15) -> OverlayGeome
     return OverlayGeometry(lines=[Lines(starts, ends, colours, 2.0)])
 
 
+def ghost_geometry(frame: SceneFrame, width_px: float = 5.0) -> OverlayGeometry:
+    """The kinematic pose (`frame.ghost_pos`) as translucent sticks drawn through the simulated body."""
+    if frame.ghost_pos is None:
+        return OverlayGeometry()
+    ghost = np.asarray(frame.ghost_pos, np.float32)
+    bones = drawn_bones(frame.parents)
+    return OverlayGeometry(lines=[Lines(ghost[bones[:, 1]], ghost[bones[:, 0]], _colours(GHOST_COLOUR, len(bones)),
+                                        width_px, through=True)])
+
+
+def foot_force_geometry(frame: SceneFrame, scale: float = FORCE_SCALE) -> OverlayGeometry:
+    """An arrow from the floor under each contact joint along the simulated floor's force on its sole
+    (`frame.foot_forces`, N), `scale` metres per newton."""
+    if frame.foot_forces is None or frame.contact_joints is None:
+        return OverlayGeometry()
+    forces = np.asarray(frame.foot_forces, np.float64)
+    shown = np.linalg.norm(forces, axis=-1) > FORCE_MIN
+    if not shown.any():
+        return OverlayGeometry()
+    starts = _on_ground(frame.joint_pos[np.asarray(frame.contact_joints)[shown]]).astype(np.float64)
+    ends = starts + forces[shown] * scale
+    along = (ends - starts) / np.maximum(np.linalg.norm(ends - starts, axis=-1, keepdims=True), 1e-9)
+    side = np.cross(along, np.asarray(frame.root_dir, np.float64)[None])
+    side /= np.maximum(np.linalg.norm(side, axis=-1, keepdims=True), 1e-9)
+    head = np.minimum(0.05, 0.4 * np.linalg.norm(ends - starts, axis=-1, keepdims=True))
+    barbs = [ends - head * (along + 0.6 * side), ends - head * (along - 0.6 * side)]
+    line_starts = np.concatenate([starts, ends, ends]).astype(np.float32)
+    line_ends = np.concatenate([ends, *barbs]).astype(np.float32)
+    return OverlayGeometry(lines=[Lines(line_starts, line_ends, _colours(FORCE_COLOUR, len(line_starts)), 3.0)])
+
+
 OVERLAY_BUILDERS = {
     "trajectory": trajectory_geometry,
     "contacts": contacts_geometry,
     "phase": phase_geometry,
     "joint_axes": joint_axes_geometry,
+    "forces": foot_force_geometry,
+    "ghost": ghost_geometry,
 }
 
 

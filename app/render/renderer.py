@@ -251,7 +251,10 @@ class Renderer:
             stream.upload(np.asarray(data, np.float32).reshape(-1, 10))
             if stream.count:
                 lines_program["u_width"].value = float(batch.width_px)
+                if batch.through:
+                    ctx.disable(moderngl.DEPTH_TEST)
                 stream.render("main", moderngl.TRIANGLE_STRIP)
+                ctx.enable(moderngl.DEPTH_TEST)
         if overlays.points:
             data = np.concatenate([np.concatenate([p.positions, p.colours, np.asarray(p.sizes_px)[:, None]], axis=1)
                                    for p in overlays.points if len(p.positions)] or [np.zeros((0, 8))])

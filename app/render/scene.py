@@ -31,6 +31,8 @@ class SceneFrame:
     traj_future_dir: np.ndarray | None = None
     traj_command_pos: np.ndarray | None = None  # [F, 3] pure prediction of the command
     traj_command_dir: np.ndarray | None = None
+    ghost_pos: np.ndarray | None = None  # [J, 3] the kinematic pose drawn as a ghost (physics "both")
+    foot_forces: np.ndarray | None = None  # [C, 3] N: the simulated floor's force under each contact joint
 
 
 def _lerp_array(a, b, alpha):
@@ -82,6 +84,8 @@ def lerp(a: SceneFrame, b: SceneFrame, alpha: float) -> SceneFrame:
         traj_future_dir=_lerp_dir(a.traj_future_dir, b.traj_future_dir, alpha),
         traj_command_pos=_lerp_array(a.traj_command_pos, b.traj_command_pos, alpha),
         traj_command_dir=_lerp_dir(a.traj_command_dir, b.traj_command_dir, alpha),
+        ghost_pos=_lerp_array(a.ghost_pos, b.ghost_pos, alpha),
+        foot_forces=_lerp_array(a.foot_forces, b.foot_forces, alpha),
     )
 
 

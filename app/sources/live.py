@@ -2,6 +2,9 @@
 settings + batched state), feeds it the command every tick and turns its state into `SceneFrame`s.
 
 Crowd mode runs B characters in one batched tick, placed on a grid, all following the same command.
+With the physics on (`app.sources.physics.LivePhysics`, set by the viewer) the followed character's
+simulated body steps in the same tick and its pose is what the frames carry; a motion VAE's latents of
+the last seconds are kept for the panel (`LatentTrail`).
 """
 
 from pathlib import Path
@@ -91,10 +94,21 @@ def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: n
     )
 
 
+def latent_trail(model):
+    """A motion VAE's latent path of the last seconds (the followed character's), None for other kinds."""
+    if getattr(model, "kind", "") != "mvae":
+        return None
+    from pfnn_core.models.mvae.model import LatentTrail
+
+    return LatentTrail(int(model.config.latent_size))
+
+
 class LiveSource:
     def __init__(self, character, path: str, checkpoint=None):
         self.character, self.path, self.checkpoint = character, path, checkpoint
         self.last_command = None
+        self.physics = None  # LivePhysics: the followed character's simulated body (the viewer sets it)
+        self.trail = latent_trail(character.model)
 
     @classmethod
     def from_checkpoint(cls, path, settings, crowd: int = 1) -> "LiveSource":
@@ -114,6 +128,9 @@ class LiveSource:
         self.character.swap_model(checkpoint)
         self.character.settings.apply_style(checkpoint.card, None)
         self.path, self.checkpoint = str(path), checkpoint
+        self.trail = latent_trail(self.character.model)
+        if self.physics is not None:
+            self.physics.forget_body()
 
     @property
     def label(self) -> str:
@@ -149,9 +166,20 @@ class LiveSource:
     def step(self, command, dt: float) -> None:
         self.last_command = command
         self.character.tick(command, dt)
+        if self.physics is not None:
+            self.physics.step(self.character.state, dt)
+        if self.trail is not None:
+            self.trail.push(self.character.state.model_state["latent"][0])
 
     def reset(self) -> None:
         self.character.reset(positions=crowd_positions(self.character.batch))
+        self._restart_extras()
+
+    def _restart_extras(self) -> None:
+        """The body starts again on the kinematic pose, the latent path afresh."""
+        if self.physics is not None:
+            self.physics.reset()
+        self.trail = latent_trail(self.character.model)
 
     def snapshot(self):
         """What stepping back restores. A tick builds a new state and never changes the old one, so
@@ -161,11 +189,15 @@ class LiveSource:
     def restore(self, snapshot) -> None:
         state, self.last_command = snapshot
         self.character.state = self.character.previous_state = state
+        self._restart_extras()
 
     def frames(self) -> list[SceneFrame]:
         network, state = self.character.model, self.character.state
         contact_joints, names = np.asarray(network.contact_joints), tuple(network.names)
-        return [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0,
-                                   offsets=network.offsets) for b in range(state.batch_size)]
+        frames = [from_runtime_state(state, b, network.parents, contact_joints, names, pose_only=b > 0,
+                                     offsets=network.offsets) for b in range(state.batch_size)]
+        if self.physics is not None:
+            frames[0] = self.physics.shown(frames[0])
+        return frames
 
 

@@ -14,7 +14,10 @@ from app.ui.path_fields import apply_choice
 from app.ui.recovery import recovery_dialog
 from app.ui.sections.capture import capture_section
 from app.ui.sections.editor import editor_section
+from app.ui.sections.matching import matching_overlay, matching_section
 from app.ui.sections.model import model_section
+from app.ui.sections.mvae import mvae_section
+from app.ui.sections.physics import physics_section
 from app.ui.sections.playback import playback_section
 from app.ui.sections.record import record_section
 from app.ui.sections.stats import stats_section
@@ -25,10 +28,13 @@ from app.ui.sections.tune import tune_section
 from app.ui.sections.view import view_section
 from app.ui.theme import DIM_COLOUR, PANEL_WIDTH
 
-SECTIONS = (("Model", model_section), ("Style", style_section), ("Time", time_section), ("View", view_section),
+SECTIONS = (("Model", model_section), ("Matching", matching_section), ("Motion VAE", mvae_section),
+            ("Style", style_section), ("Time", time_section), ("View", view_section), ("Physics", physics_section),
             ("Tune", tune_section), ("Train", train_section), ("Playback", playback_section),
             ("Record", record_section), ("Editor", editor_section), ("Capture", capture_section),
             ("Stats", stats_section))
+SHOWN_WHEN = {"Matching": lambda state: state.model.kind == "matching",  # sections of one model kind
+              "Motion VAE": lambda state: state.model.kind == "mvae"}
 
 
 def quit_dialog(state, display_size) -> None:
@@ -53,6 +59,7 @@ def quit_dialog(state, display_size) -> None:
 def gui(state, display_size=(1280, 720)) -> None:
     """Build this frame's UI from `state` (widgets write straight back into it)."""
     hud_window(state, display_size)
+    matching_overlay(state, display_size)
     if state.show_panel:
         panel(state, display_size)
     chosen = browser_window(state.browser, state.recent, paths.work_dir(), display_size, state.field_rects)
@@ -69,6 +76,8 @@ def panel(state, display_size) -> None:
     imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize |
                 imgui.WindowFlags_.no_collapse)
     for title, section in SECTIONS:
+        if not SHOWN_WHEN.get(title, lambda _: True)(state):
+            continue
         was_open = title in state.open_sections
         imgui.set_next_item_open(was_open, imgui.Cond_.always)  # `open_sections` is the one truth
         is_open = imgui.collapsing_header(title)

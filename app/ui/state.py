@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from app import paths
 from app.transport import TransportPanel
 from app.ui.file_browser import BrowserState, RecentFolders
+from app.ui.readouts import MatchingPanel, MVAEPanel, PhysicsPanel
 from app.ui.recovery import RecoveryPanel
 from app.ui.sections.editor import EditorPanel
 from app.ui.sections.style import StylePanel
@@ -23,6 +24,7 @@ from pfnn_core.runtime.settings import RuntimeSettings
 @dataclass
 class ModelPanel:
     path: str = ""  # checkpoint now running ("" = none)
+    kind: str = ""  # its model kind ('pfnn', 'matching', 'mvae'; "" = none): which kind's section shows
     summary: list = field(default_factory=list)  # lines describing data / settings of the model
     load_path: str = ""
     error: str = ""
@@ -89,7 +91,7 @@ class CapturePanel:
 class ViewerState:
     settings: RuntimeSettings = field(default_factory=RuntimeSettings)
     overlays: dict = field(default_factory=lambda: {"trajectory": True, "contacts": True, "phase": True,
-                                                    "joint_axes": False})
+                                                    "joint_axes": False, "forces": True, "ghost": True})
     show_panel: bool = True
     show_help: bool = False  # the F1 overlay listing every control
     on_screen: bool = True  # a person watches the window (headless: no recording sign in the saved frames)
@@ -112,6 +114,9 @@ class ViewerState:
     confirm_quit: bool = False  # the "training is running: quit anyway?" dialog is open
     field_rects: dict = field(default_factory=dict)  # screen rects (x0, y0, x1, y1) of named widgets, last frame
     editor: EditorPanel = field(default_factory=EditorPanel)
+    matching: MatchingPanel = field(default_factory=MatchingPanel)  # what a motion-matching model plays
+    mvae: MVAEPanel = field(default_factory=MVAEPanel)  # a motion VAE's latent path and active dimensions
+    physics: PhysicsPanel = field(default_factory=PhysicsPanel)  # off / on / both, its settings and figures
     recovery: RecoveryPanel = field(default_factory=RecoveryPanel)  # unsaved work an earlier run left
     stats: dict = field(default_factory=dict)  # fps, frame_ms, sim_ms, ui_ms, render_ms, tick_ms, infer_ms, device
     hud: dict = field(default_factory=dict)  # phase, speed, gait, style of the followed character

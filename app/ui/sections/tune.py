@@ -1,5 +1,6 @@
 """The panel's Tune section: one widget per live setting of `RuntimeSettings` (chosen from the field's
-type and metadata) and "Reset to defaults" (the loaded model's values)."""
+type and metadata) and "Reset to defaults" (the loaded model's values). The settings of one model kind
+(motion matching's, the motion VAE's variation) are in that kind's own section instead."""
 
 import dataclasses
 
@@ -9,6 +10,8 @@ from app.ui.state import reset_settings
 from app.ui.theme import DIM_COLOUR
 from app.ui.widgets import remember_rect, tooltip
 from pfnn_core.runtime.settings import RuntimeSettings, tunable_fields
+
+KIND_SECTION_FIELDS = ("matching_", "variation")  # names (prefixes) shown by the Matching and Motion VAE sections
 
 
 def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool:
@@ -45,5 +48,6 @@ def tune_section(state) -> None:
              "defaults for the rest")
     imgui.push_item_width(140)
     for field_ in tunable_fields(state.settings):
-        setting_widget(state.settings, field_)
+        if not field_.name.startswith(KIND_SECTION_FIELDS):
+            setting_widget(state.settings, field_)
     imgui.pop_item_width()

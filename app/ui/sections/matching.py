@@ -1,0 +1,53 @@
+"""The panel's Matching section (a motion-matching model runs): the clip and frame playing, the last
+search's cost and distance, the switches so far, and the live search interval, transition half-life and
+per-group feature weights (`RuntimeSettings.matching_*`); and the same readout as an overlay over the
+3D view, top centre."""
+
+from imgui_bundle import imgui
+
+from app.ui.sections.tune import setting_widget
+from app.ui.theme import DIM_COLOUR
+from app.ui.widgets import dim_line, remember_rect
+from pfnn_core.runtime.settings import tunable_fields
+
+SETTING_PREFIX = "matching_"  # the settings this section shows (the Tune section leaves them out)
+
+
+def playing_lines(playing: dict | None) -> list[str]:
+    """The readout: clip (mirrored, standing), frame, the last search's cost and distance, switches."""
+    if playing is None:
+        return ["no frame yet"]
+    notes = [word for word, on in (("mirrored", playing["mirrored"]), ("standing", playing["standing"])) if on]
+    return [f"clip  {playing['clip']}" + (f"  ({', '.join(notes)})" if notes else ""),
+            f"frame {playing['frame']}   switches {playing['switches']}",
+            f"last search: cost {playing['cost']:.3f}, distance {playing['distance']:.3f}"]
+
+
+def matching_section(state) -> None:
+    for line in playing_lines(state.matching.playing):
+        imgui.text(line)
+    remember_rect(state, "matching_readout")
+    state.matching.shown_frames += 1
+    dim_line("distance: the weighted, normalised feature distance to the frame found; cost: its square over "
+             "the style's weight")
+    imgui.push_item_width(140)
+    for field_ in tunable_fields(state.settings):
+        if field_.name.startswith(SETTING_PREFIX):
+            setting_widget(state.settings, field_)
+            remember_rect(state, field_.name)
+    imgui.pop_item_width()
+
+
+def matching_overlay(state, display_size) -> None:
+    """The readout over the 3D view while a motion-matching model runs (with the panel shown)."""
+    if state.model.kind != "matching" or not state.show_panel:
+        return
+    flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_inputs |
+             imgui.WindowFlags_.no_focus_on_appearing | imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_move)
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] * 0.36, 12), imgui.Cond_.always, imgui.ImVec2(0.5, 0.0))
+    imgui.set_next_window_bg_alpha(0.6)
+    imgui.begin("##matching_overlay", None, flags)
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "motion matching")
+    for line in playing_lines(state.matching.playing):
+        imgui.text(line)
+    imgui.end()
