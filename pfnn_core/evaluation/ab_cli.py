@@ -81,36 +81,36 @@ def render_jobs(key, drives, out_dir: Path, options: dict) -> dict:
 
 
 def run_renders(jobs: dict, at_once: int, say) -> None:
-    """Run the render processes, `at_once` at a time; RuntimeError with a process's last lines when one fails.
-    The job files (they hold the key's mapping) live in a temporary folder removed afterwards."""
+    """Run the render processes, `at_once` at a time, saying how many videos are done; RuntimeError with a
+    process's last lines when one fails. The job files (they hold the key's mapping) live in a temporary
+    folder removed afterwards."""
     total = sum(len(job["videos"]) for job in jobs.values())
     with tempfile.TemporaryDirectory(prefix="pfnn-ab-") as folder:
-        waiting, running, done = list(jobs.items()), [], 0
-        while waiting or running:
-            while waiting and len(running) < max(1, at_once):
-                model, job = waiting.pop(0)
-                job_path, log_path = Path(folder) / f"{model}.json", Path(folder) / f"{model}.log"
-                job_path.write_text(json.dumps(job), encoding="utf-8")
-                log = open(log_path, "w", encoding="utf-8")
-                process = subprocess.Popen([sys.executable, "-m", RENDER_MODULE, str(job_path)], cwd=REPOSITORY,
-                                           stdout=log, stderr=subprocess.STDOUT)
-                running.append((process, log, log_path))
-            time.sleep(0.5)
-            for entry in list(running):
-                process, log, log_path = entry
-                if process.poll() is None:
-                    continue
-                running.remove(entry)
-                log.close()
-                lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-                if process.returncode != 0:
-                    for other, other_log, _ in running:
-                        other.kill()
-                        other.wait()
-                        other_log.close()
-                    raise RuntimeError("rendering failed:\n" + "\n".join(lines[-15:]))
-                done += sum(1 for line in lines if " frames in " in line)
-                say(f"rendered {done} of {total} videos")
+        waiting, running, logs, reported = list(jobs.items()), [], [], 0
+        try:
+            while waiting or running:
+                while waiting and len(running) < max(1, at_once):
+                    model, job = waiting.pop(0)
+                    job_path, log_path = Path(folder) / f"{model}.json", Path(folder) / f"{model}.log"
+                    job_path.write_text(json.dumps(job), encoding="utf-8")
+                    logs.append(log_path)
+                    with open(log_path, "w", encoding="utf-8") as log:
+                        running.append((subprocess.Popen([sys.executable, "-m", RENDER_MODULE, str(job_path)],
+                                                         cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT), log_path))
+                time.sleep(0.5)
+                for process, log_path in [entry for entry in running if entry[0].poll() is not None]:
+                    running.remove((process, log_path))
+                    if process.returncode != 0:
+                        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+                        raise RuntimeError("rendering failed:\n" + "\n".join(lines[-15:]))
+                done = sum(log.read_text(encoding="utf-8", errors="replace").count(" frames in ") for log in logs)
+                if done != reported:
+                    reported = done
+                    say(f"rendered {done} of {total} videos")
+        finally:
+            for process, _ in running:
+                process.kill()
+                process.wait()
 
 
 def make_page(models, out_dir, quick: bool = False, drives=None, scripts=None, seed=None, size=(640, 360),
