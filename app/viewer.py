@@ -285,7 +285,7 @@ class Viewer:
         self.imgui.draw(self.state, self.window.get_size(), real_dt)
         ui_done = time.perf_counter()
         if self.captures.video is not None:
-            self.captures.add_video_frame(self.read_pixels(), real_dt)
+            self.captures.add_video_frame(self.ctx, self.window.get_framebuffer_size(), real_dt)
         self.handle_requests()
         self.recovery.frame()
         styles.sync_style(self.state, self.live_source)

@@ -1,4 +1,5 @@
-"""Screenshots (PNG) and video recordings (MP4, H.264 through imageio-ffmpeg's bundled encoder).
+"""Screenshots (PNG) and video recordings (MP4, H.264 through imageio-ffmpeg's bundled encoder, on a
+thread of its own fed through a bounded queue).
 
 Captures taken from the keyboard or the panel are named by date and time (`pfnn-20250131-142501-123.png`)
 in the capture folder, `captures/` in the viewer's work folder (see `app/paths.py`) unless changed in the
@@ -7,11 +8,18 @@ repeated or skipped by the real time it covered, so playback runs at the speed t
 """
 
 import datetime
+import os
+import queue
+import threading
 from pathlib import Path
 
 import numpy as np
 
+from app.jobs.video_file import VideoFile
+
 VIDEO_FPS = 60
+QUEUE_FRAMES = 8  # rendered frames waiting for the encoder (1280x720: 2.8 MB each)
+ENCODER_NICENESS = 19  # the encoder gets the CPU the frame loop leaves
 
 
 def capture_name(kind: str, now: datetime.datetime | None = None) -> str:
@@ -36,43 +44,85 @@ def even_size(pixels: np.ndarray) -> np.ndarray:
 
 
 class VideoRecorder:
-    """Frames in, an MP4 out. `add(pixels, real_dt)` writes as many frames of the fixed-rate video as
-    the real time `real_dt` fills (often one, none at a high frame rate, several after a stall)."""
+    """Frames in, an MP4 out, encoded by a thread of its own so the frame loop never waits for the encoder.
 
-    def __init__(self, path, fps: int = VIDEO_FPS):
-        import imageio.v2 as imageio
+    `add(pixels, real_dt)` queues as many frames of the fixed-rate video as the real time `real_dt`
+    fills (often one, none at a high frame rate, several after a stall). The queue holds `capacity`
+    rendered frames; when it is full a frame is dropped (`drop_when_full`, the on-screen viewer: it
+    stays responsive) and counted in `dropped`, its time going to the next frame that gets in, or the
+    caller waits for the encoder (headless runs: every frame is in the file). `open_file(path, fps)`
+    makes the encoder's file (`VideoFile`; tests give a slow or failing one)."""
 
-        self.path, self.fps = Path(path), int(fps)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # macro_block_size=2: keep the frame size (only evenness is needed) instead of resizing to 16s
-        self.writer = imageio.get_writer(str(self.path), fps=self.fps, codec="libx264", quality=8,
-                                         macro_block_size=2, pixelformat="yuv420p", ffmpeg_log_level="error")
-        self.frames_written = 0
-        self.pending_s = 0.0  # real time not yet covered by a written frame
+    def __init__(self, path, fps: int = VIDEO_FPS, drop_when_full: bool = False, capacity: int = QUEUE_FRAMES,
+                 open_file=VideoFile):
+        self.path, self.fps, self.drop_when_full = Path(path), int(fps), drop_when_full
+        self.file = open_file(self.path, self.fps)  # a folder that cannot be written fails here, at once
+        self.queue = queue.Queue(max(1, int(capacity)))
+        self.frames_queued = 0  # video frames handed to the encoder thread
+        self.frames_written = 0  # video frames the encoder has taken
+        self.dropped = 0  # rendered frames left out because the encoder was behind
+        self.error: Exception | None = None  # why the encoder stopped (the thread keeps draining the queue)
+        self.pending_s = 0.0  # real time not yet covered by a queued frame
         self.size = None
+        self.thread = threading.Thread(target=self._encode, name="pfnn-video", daemon=True)
+        self.thread.start()
 
-    def add(self, pixels: np.ndarray, real_dt: float | None = None) -> int:
-        """Add what the screen showed for `real_dt` seconds (None: exactly one video frame)."""
+    def add(self, pixels: np.ndarray, real_dt: float | None = None, wait: bool = False) -> int:
+        """Add what the screen showed for `real_dt` seconds (None: exactly one video frame); returns the
+        video frames queued (0 when dropped). `wait`: never drop this one (the last frame of a video)."""
+        if real_dt is not None:
+            self.pending_s += real_dt
+        if self.drop_when_full and not wait and self.queue.full():
+            self.dropped += 1
+            return 0
+        count = 1 if real_dt is None else self._frames_due()
+        if count == 0:
+            return 0
         frame = even_size(pixels)
         if self.size is None:
             self.size = frame.shape[:2]
         elif frame.shape[:2] != self.size:  # the window was resized: keep the first size
             frame = _fit(frame, self.size)
-        if real_dt is None:
-            count = 1
-        else:
-            self.pending_s += real_dt
-            count = int(self.pending_s * self.fps + 1e-6)
-            self.pending_s -= count / self.fps
-            count = min(count, self.fps)  # a long stall adds at most a second of a frozen frame
-        for _ in range(count):
-            self.writer.append_data(frame)
-        self.frames_written += count
+        self.queue.put((frame, count))
+        self.frames_queued += count
         return count
 
+    def _frames_due(self) -> int:
+        count = int(self.pending_s * self.fps + 1e-6)
+        self.pending_s -= count / self.fps
+        return min(count, self.fps)  # a long stall adds at most a second of a frozen frame
+
+    def _encode(self) -> None:
+        _lower_priority()
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is not None:
+                continue
+            frame, count = item
+            try:
+                self.file.write(frame, count)
+                self.frames_written += count
+            except Exception as error:  # the UI thread reads it and says so
+                self.error = error
+
     def close(self) -> Path:
-        self.writer.close()
-        return self.path
+        """Encode what is queued, finish the file and return its path; raises why the encoder stopped."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.file.close()
+
+
+def _lower_priority() -> None:
+    """The encoder thread (and the ffmpeg it starts, which inherits it) below the frame loop: on a busy
+    machine the viewer keeps its frame rate and late frames are dropped instead."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENCODER_NICENESS)
+    except (AttributeError, OSError):
+        pass
 
 
 def _fit(frame: np.ndarray, size: tuple) -> np.ndarray:

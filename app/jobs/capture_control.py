@@ -5,10 +5,15 @@ file, goes into the Record and Capture sections; nothing here stops the viewer."
 
 from pathlib import Path
 
-from app.jobs.capture import VideoRecorder, capture_name, save_png
+from app.jobs.capture import VIDEO_FPS, VideoRecorder, capture_name, save_png
+from app.jobs.pixel_reader import PixelReader
 from app.jobs.recorder import Recorder, journal_folder
 from app.paths import free_path
 from app.ui.messages import failure_message
+
+# A video of the window on screen: the encoder's cost is per video frame and a window rendered on the
+# CPU runs at 15-50 FPS, so 30 frames a second; headless runs film every 60 Hz tick.
+SCREEN_VIDEO_FPS = 30
 
 
 def take_path(path, is_folder: bool = False):
@@ -25,6 +30,11 @@ class CaptureControl:
         self.state = state  # the `ViewerState` whose Record and Capture sections show the outcome
         self.recorder: Recorder | None = None
         self.video: VideoRecorder | None = None
+        self.pixels: PixelReader | None = None  # the video's pixel reads, one frame behind
+        # on screen a frame the encoder cannot take is dropped (the viewer stays responsive); headless
+        # runs wait for the encoder, so every frame is in the file
+        self.drop_late_frames = state.on_screen
+        self.open_video_file = None  # tests: a slow or failing encoder file (`VideoFile`'s interface)
 
     # ---- BVH recording ---------------------------------------------------------------------------
     def start_recording(self, live_source) -> None:
@@ -95,29 +105,63 @@ class CaptureControl:
         if self.video is not None:
             return
         path = path or self.capture_path("mp4")
+        options = {"open_file": self.open_video_file} if self.open_video_file else {}
         try:
-            self.video = VideoRecorder(path)
+            fps = SCREEN_VIDEO_FPS if self.drop_late_frames else VIDEO_FPS
+            self.video = VideoRecorder(path, fps, drop_when_full=self.drop_late_frames, **options)
         except Exception as error:
             capture.error = failure_message("record", path, error)
+            self.state.toast(f"Could not record a video: {capture.error}", seconds=6.0)
             return
-        capture.video_recording, capture.video_frames, capture.error = True, 0, ""
+        capture.video_recording, capture.video_frames, capture.video_dropped, capture.error = True, 0, 0, ""
         capture.message = f"Recording {path}"
         self.state.toast(f"Recording video {Path(path).name}")
 
-    def add_video_frame(self, pixels, real_dt: float) -> None:
-        """What the window showed for `real_dt` seconds (while recording a video)."""
-        if self.video is not None:
-            self.state.capture.video_frames += self.video.add(pixels, real_dt)
+    def add_video_frame(self, ctx, size, real_dt: float) -> None:
+        """This frame's pixels for the video (read into a pixel buffer; the frame before this one goes
+        to the encoder), with the real time it was shown for."""
+        video = self.video
+        if video is None:
+            return
+        if video.error is not None:  # the encoder stopped: say why, the viewer goes on
+            self.stop_video()
+            return
+        if self.pixels is None:
+            self.pixels = PixelReader(ctx)
+        self.queue_frame(self.pixels.read(size, real_dt))
+
+    def queue_frame(self, read, last: bool = False) -> None:
+        """A `PixelReader` read (pixels, real dt), or None, into the video (the `last` one is never dropped:
+        it carries the time of the frames dropped before it)."""
+        if read is not None:
+            pixels, real_dt = read
+            self.state.capture.video_frames += self.video.add(pixels, real_dt, wait=last)
+            self.state.capture.video_dropped = self.video.dropped
 
     def stop_video(self) -> None:
         capture = self.state.capture
+        if self.video is not None and self.pixels is not None:
+            self.queue_frame(self.pixels.finish(), last=True)  # the frame still in a pixel buffer
+        if self.pixels is not None:
+            self.pixels.release()
+            self.pixels = None
         video, self.video = self.video, None
         capture.video_recording = False
         if video is None:
             return
         try:
             path = video.close()
-            capture.message = f"Saved {video.frames_written} frames ({video.frames_written / video.fps:.1f} s) to {path}"
-            self.state.toast(f"Video saved: {Path(path).name}")
         except Exception as error:
-            capture.error = failure_message("save", video.path, error)
+            capture.error = failure_message("record", video.path, error)
+            self.state.toast(f"Video not saved: {capture.error}", seconds=6.0)
+            return
+        seconds = video.frames_written / video.fps
+        capture.message = f"Saved {video.frames_written} frames ({seconds:.1f} s) to {path}" + dropped_note(video)
+        self.state.toast(f"Video saved: {Path(path).name}" + dropped_note(video))
+
+
+def dropped_note(video) -> str:
+    """'; 12 frames dropped (the encoder was behind)' when any were, else ''."""
+    if not video.dropped:
+        return ""
+    return f"; {video.dropped} frame{'s' * (video.dropped != 1)} dropped (the encoder was behind)"

@@ -50,6 +50,19 @@ def phase_dial(phase: float, radius: float = 26.0) -> None:
     imgui.dummy(imgui.ImVec2(2 * radius + 8, 2 * radius + 8))
 
 
+def recording_label(state) -> str:
+    """'REC', 'REC video' while recording on screen (headless captures keep the sign out of their own
+    frames), with the frames the video has dropped so far when the encoder falls behind."""
+    capture = state.capture
+    dropped = capture.video_dropped if capture.video_recording else 0
+    label = ""
+    if state.on_screen and (state.record.recording or capture.video_recording):
+        label = "REC" + (" video" if capture.video_recording else "")
+    if dropped:
+        label += f"{'  ' if label else ''}{dropped} frame{'s' * (dropped != 1)} dropped (encoder behind)"
+    return label
+
+
 def hud_window(state, display_size) -> None:
     """Top-left: what drives the character, its phase dial, speed and gait, the transport; bottom-left
     the help hint."""
@@ -77,8 +90,9 @@ def hud_window(state, display_size) -> None:
         imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR),
                            ("PAUSED" if transport.paused else "") + (f"  {transport.speed:.2f}x"
                                                                      if abs(transport.speed - 1.0) > 1e-6 else ""))
-    if state.on_screen and (state.record.recording or state.capture.video_recording):
-        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), "REC" + (" video" if state.capture.video_recording else ""))
+    label = recording_label(state)
+    if label:
+        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), label)
     if state.toast_text and time.monotonic() < state.toast_until:
         imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR), state.toast_text)
     imgui.end()

@@ -83,6 +83,7 @@ class CapturePanel:
     folder: str = "captures"  # screenshots and videos named by date and time go here
     video_recording: bool = False
     video_frames: int = 0
+    video_dropped: int = 0  # rendered frames left out of the video (the encoder was behind)
     message: str = ""
     error: str = ""
 

@@ -1,0 +1,117 @@
+"""Frame rate while recording a video against without, in the real headless window (EGL; Mesa llvmpipe on
+CPU-only machines) with the panel shown, the character steered by a scripted drive (walks, turns, runs).
+
+    python benchmarks/bench_video.py [--seconds 30] [--block 5] [--width 1280] [--height 720]
+
+One run interleaves the two conditions in blocks of `--block` seconds of wall time: a block without
+recording, then a block recording, and so on until `--seconds` of video are recorded, so a busy machine
+slows both alike and their ratio holds. The video is one file: between its blocks the recording is
+paused (no frames go to it; the encoder is given the time to empty its queue first, untimed, so a
+block without recording does not pay for the one before). The frame loop is the viewer's own
+(`Viewer.frame` with the wall-clock dt, then a buffer flip), dropping frames the encoder cannot take,
+as the viewer on screen does. Prints the frame rates, their ratio, the dropped frames, the file's
+length and the load average.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["PYGLET_HEADLESS"] = "true"
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the viewer does (see app/cli.py)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.paths import DEFAULT_MODEL  # noqa: E402
+from app.viewer import Viewer  # noqa: E402
+from pfnn_core.drive.cli import parse_script  # noqa: E402
+
+# a steering loop of 16 s: forward, a left and a right turn, a run, a turn round, a side-step
+DRIVE = [{"duration": 3.0, "move": [0, 1]}, {"duration": 2.0, "move": [-0.7071, 0.7071]},
+         {"duration": 2.0, "move": [0.7071, 0.7071]}, {"duration": 3.0, "move": [1, 0], "run": True},
+         {"duration": 3.0, "move": [-1, 0]}, {"duration": 3.0, "move": [0, -1], "face": [1, 0]}]
+
+
+def run_block(viewer: Viewer, seconds: float, clock: dict) -> tuple[int, float]:
+    """Frames for `seconds` of wall time as the viewer's loop runs them: (frames, seconds taken)."""
+    start = time.perf_counter()
+    frames = 0
+    while time.perf_counter() - start < seconds:
+        now = time.perf_counter()
+        real_dt, clock["last"] = now - clock["last"], now
+        viewer.window.dispatch_events()
+        viewer.frame(real_dt)
+        viewer.window.flip()
+        frames += 1
+    return frames, time.perf_counter() - start
+
+
+def pause_video(captures):
+    """Take the recording aside (its last frame read into the file first) and wait for the encoder."""
+    if captures.pixels is not None:
+        captures.queue_frame(captures.pixels.finish())
+    video, captures.video = captures.video, None
+    while video.frames_written < video.frames_queued and video.error is None:
+        time.sleep(0.01)
+    return video
+
+
+def measure(viewer: Viewer, video_seconds: float, block: float) -> dict:
+    captures, clock = viewer.captures, {"last": time.perf_counter()}
+    totals = {"off": [0, 0.0], "on": [0, 0.0]}
+    video = None
+    while totals["on"][1] < video_seconds:
+        for condition in ("off", "on"):
+            seconds = block if condition == "off" else min(block, video_seconds - totals["on"][1])
+            if condition == "on":
+                captures.video = video  # resumed (started on the first block)
+                if video is None:
+                    captures.start_video()
+            clock["last"] = time.perf_counter()
+            frames, taken = run_block(viewer, seconds, clock)
+            totals[condition][0] += frames
+            totals[condition][1] += taken
+            if condition == "on":
+                video = pause_video(captures)
+    captures.video = video
+    captures.stop_video()
+    return {condition: frames / seconds for condition, (frames, seconds) in totals.items()} | {
+        "rendered_on": totals["on"][0], "dropped": video.dropped, "video_frames": video.frames_written,
+        "fps": video.fps, "message": viewer.state.capture.message or viewer.state.capture.error}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=str(DEFAULT_MODEL))
+    parser.add_argument("--seconds", type=float, default=30.0, help="seconds of video to record")
+    parser.add_argument("--block", type=float, default=5.0, help="seconds per block of each condition")
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=720)
+    parser.add_argument("--out", help="folder for the video (default: a temporary folder, removed)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        viewer = Viewer(args.width, args.height, model_path=args.model, visible=False, vsync=False,
+                        capture_dir=args.out or scratch)
+        viewer.captures.drop_late_frames = True  # as on screen: the viewer never waits for the encoder
+        viewer.script = parse_script({"segments": DRIVE * 20})
+        viewer.run_frames(30)  # warm up: body built or read from the cache, shaders compiled
+        load_before = os.getloadavg()[0]
+        result = measure(viewer, args.seconds, args.block)
+        renderer = viewer.ctx.info["GL_RENDERER"]
+        viewer.close()
+    print(f"{args.width}x{args.height}, {renderer}, load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+    print(f"  without recording: {result['off']:6.1f} FPS")
+    print(f"  recording:         {result['on']:6.1f} FPS   ratio {result['on'] / result['off']:.2f}")
+    print(f"  dropped {result['dropped']} of {result['rendered_on']} rendered frames; "
+          f"video {result['video_frames']} frames at {result['fps']} fps "
+          f"({result['video_frames'] / result['fps']:.1f} s)")
+    print(f"  {result['message']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
