@@ -59,6 +59,29 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     assert checkpoint.card.training["batches"] == 30
 
 
+@pytest.mark.slow
+def test_pfnn_train_resume_continues_a_stopped_motion_vae_run_with_its_own_settings(tmp_path, capsys):
+    """`pfnn-train --resume X` reads the kind and the settings from X (no --kind needed); a wrong --kind
+    is refused naming the file."""
+    from pfnn_core.training import cli
+
+    stop = threading.Event()
+
+    def progress(info):
+        if info["event"] == "batch" and info["step"] == 5:
+            stop.set()
+
+    config = _tiny(tmp_path, vae_epochs=1, policy_epochs=1, threads=1)
+    first = train(config, progress=progress, stop=stop)
+    assert first.stopped
+    assert cli.main(["--resume", str(first.resume_path), "--kind", "pfnn"]) == 2
+    assert f"{first.resume_path}: a mvae checkpoint, not pfnn" in capsys.readouterr().err
+    assert cli.main(["--resume", str(first.resume_path), "--no-cache", "--threads", "1"]) == 0
+    checkpoint = load_checkpoint(config.out)
+    assert checkpoint.kind == "mvae" and checkpoint.card.training["batches"] == 20  # 2 epochs x 10, none twice
+    assert checkpoint.card.training["config"]["hidden"] == 64 and checkpoint.card.training["config"]["data"] == CLIPS
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mvae_trained")

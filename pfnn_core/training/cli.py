@@ -26,7 +26,7 @@ from pfnn_core.threads import set_thread_counts
 from pfnn_core.training import distributed, loop
 from pfnn_core.training.config import DEFAULT_OUT, TrainConfig, TrainingError, TrainResult
 from pfnn_core.training.dataset import load_training_data
-from pfnn_core.training.resume import resume_config
+from pfnn_core.training.resume import resume_config, resumed_kind
 
 # Model kind -> its training function, (config, progress, stop, data) -> TrainResult.
 KINDS: dict[str, Callable[..., TrainResult]] = {"pfnn": loop.train, "mvae": mvae_train.train,
@@ -53,8 +53,8 @@ def _oversample_factor(text: str) -> tuple[str, int]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pfnn-train", description="Train a motion model on a folder of BVH clips.")
     parser.add_argument("data", nargs="*", help="BVH folder(s) or files (default assets/bvh)")
-    parser.add_argument("--kind", type=_model_kind, default="pfnn",
-                        help=f"what to train: {', '.join(KINDS)} (default pfnn)")
+    parser.add_argument("--kind", type=_model_kind, default=None,
+                        help=f"what to train: {', '.join(KINDS)} (default pfnn; with --resume the checkpoint's own)")
     parser.add_argument("--out", help=f"best model path (default {DEFAULT_OUT})")
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--hidden", type=int, dest="hidden_size")
@@ -92,12 +92,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_kind(args: argparse.Namespace) -> str:
+    """The kind to train: --kind, or a resumed checkpoint's own (ValueError when the two disagree)."""
+    if not args.resume:
+        return args.kind or "pfnn"
+    kind = resumed_kind(args.resume)
+    if kind not in KINDS or kind in BUILT_KINDS:
+        raise ValueError(f"{args.resume}: a {kind} checkpoint cannot be resumed")
+    if args.kind and args.kind != kind:
+        raise ValueError(f"{args.resume}: a {kind} checkpoint, not {args.kind} (leave out --kind to resume it)")
+    return kind
+
+
 def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     overrides = {name: value for name, value in vars(args).items() if name not in ("data", "resume", "kind")}
     if args.oversample is not None:
         overrides["oversample"] = dict(args.oversample)
     if args.data:
         overrides["data"] = list(args.data)
+    if args.resume and args.kind != "pfnn":  # the kind's own trainer reads its stored settings
+        data = mvae_train.resumed_config(args.resume).data
+        return replace(TrainConfig(), resume=str(args.resume), data=list(data),
+                       **{k: v for k, v in overrides.items() if v is not None and k != "data"})
     if args.resume:
         return resume_config(args.resume, **overrides)
     return replace(TrainConfig(), **{k: v for k, v in overrides.items() if v is not None})
@@ -231,6 +247,7 @@ def _load(args: argparse.Namespace) -> tuple[TrainConfig, distributed.Context, o
     context = distributed.Context()
     build_bar = _BuildBar()
     try:
+        args.kind = _run_kind(args)
         config = _config_from_args(args)
         config = replace(config, threads=set_thread_counts(config.threads or default_threads()))
         context = distributed.setup(config.device)

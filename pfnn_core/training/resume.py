@@ -45,11 +45,19 @@ def resume_path_for(out) -> Path:
     return out.with_name(out.name.removesuffix(".safetensors") + ".resume.safetensors")
 
 
+def resumed_kind(path) -> str:
+    """The model kind of a resumable checkpoint (ValueError naming the file when it is none)."""
+    checkpoint = load_checkpoint(path)
+    if not checkpoint.meta.get("resume"):
+        raise ValueError(f"{path}: not a resumable checkpoint (no training state); train a new model instead")
+    return checkpoint.kind
+
+
 def resume_config(path, **overrides) -> TrainConfig:
     """The TrainConfig stored in a resumable checkpoint, with `overrides` (those not None) applied."""
     stored = load_checkpoint(path).meta.get("resume")
-    if not stored:
-        raise ValueError(f"{path}: not a resumable checkpoint (no training state); train a new model instead")
+    if not stored or "config" not in stored:
+        raise ValueError(f"{path}: not a resumable PFNN checkpoint (no training state); train a new model instead")
     config = TrainConfig.from_dict(stored["config"])
     return replace(config, resume=str(path), **{k: v for k, v in overrides.items() if v is not None})
 

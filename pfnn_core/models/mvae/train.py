@@ -201,8 +201,23 @@ def _end_epoch(session: Session, stage: str, wall: float) -> None:
         session.report("epoch", wall)
 
 
+def resumed_config(path) -> MVAETrainConfig:
+    """The config a resumable motion-VAE checkpoint was trained with (ValueError naming the file)."""
+    from pfnn_core.models.registry import load_checkpoint
+
+    stored = (load_checkpoint(path).card.training or {}).get("config")
+    if not stored:
+        raise ValueError(f"{path}: no motion-VAE training config stored; train a new model instead")
+    return MVAETrainConfig.from_dict({**stored, "resume": str(path)})
+
+
 def from_train_config(train_config) -> MVAETrainConfig:
-    """This kind's config from `pfnn-train`'s: the settings both kinds share."""
+    """This kind's config from `pfnn-train`'s: the settings both kinds share (resuming, the stored run's
+    own settings, only the thread count from this command)."""
+    if getattr(train_config, "resume", None):
+        resumed = resumed_config(train_config.resume)
+        threads = max(int(getattr(train_config, "threads", 0) or resumed.threads or 1), 1)
+        return MVAETrainConfig.from_dict({**resumed.__dict__, "threads": threads})
     shared = ("data", "seed", "threads", "resume", "mirror", "labels", "workers", "cache", "cache_dir")
     values = {name: getattr(train_config, name) for name in shared if getattr(train_config, name, None) is not None}
     out = getattr(train_config, "out", None)
