@@ -16,7 +16,7 @@ import numpy as np
 from pfnn_core import files
 from pfnn_core.data.labels import label_clips
 from pfnn_core.data.statistics import motion_kind
-from pfnn_core.evaluation import analysis, report, rollouts
+from pfnn_core.evaluation import analysis, controller_rows, report, rollouts
 from pfnn_core.evaluation.reference import (
     QUICK_CLIPS,
     clips_on_skeleton,
@@ -111,8 +111,8 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     for record in records:
         rows += analysis.drive_rows(record, reference)
     rows += rollouts.phase_rows(rolled, note)
-    for subject in SUBJECTS:
-        rows += analysis.timing_rows(records, subject)
+    for subject in SUBJECTS:  # latency (counterfactual), determinism, acceleration noise, turning slip; timings
+        rows += controller_rows.controller_rows(records, reference, checkpoint, subject) + analysis.timing_rows(records, subject)
     rows.sort(key=lambda row: SUBJECTS.index(row.subject))  # the network subject first
 
     plots = []

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from pfnn_core import files
-from pfnn_core.evaluation import report
+from pfnn_core.evaluation import controller_rows, report
 from pfnn_core.evaluation.analysis import Row
 from pfnn_core.evaluation.suite import SUBJECTS
 
@@ -35,12 +35,14 @@ def _folder_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-def comparison_table(results: list[tuple[str, list[Row]]]) -> str:
+def comparison_table(results: list[tuple[str, list[Row]]], keep=None) -> str:
     """Markdown: drive | measure | one column per model and subject | mocap | target, one line per measure
-    any model has (a model without it shows '-')."""
+    any model has (a model without it shows '-'); `keep(row)` chooses the rows (default all)."""
     keyed: dict = {}
     for name, rows in results:
         for row in rows:
+            if keep is not None and not keep(row):
+                continue
             keyed.setdefault((row.drive, row.measure), {})[(name, row.subject)] = row
     columns = [(name, subject) for name, _ in results for subject in SUBJECTS]
     lines = ["| drive | measure | " + " | ".join(f"{name} {subject}" for name, subject in columns) + " | mocap | target |",
@@ -83,7 +85,10 @@ def compare(model_paths, out_dir, evaluate, log=None, **options) -> dict:
     lines += [f"- {name}: `{path}` (report: [{_folder_name(name)}/report.md]({_folder_name(name)}/report.md))"
               for name, path in zip(names, model_paths)]
     lines += [f"- {line}" for line in summary_lines(results)]
-    lines += ["", table, ""]
+    lines += ["", "## Controllers side by side", "",
+              "Response latency (counterfactual: each input change against the same drive with the input held), "
+              "acceleration noise and turning slip against the mocap's, determinism (docs/EVALUATION.md).", "",
+              comparison_table(results, keep=controller_rows.is_summary_row), "", "## Every measure", "", table, ""]
     report_path, results_path = out_dir / "report.md", out_dir / "results.json"
     files.write_text(report_path, "\n".join(lines) + "\n")
     files.write_text(results_path, json.dumps({"models": {name: str(path) for name, path in zip(names, model_paths)},

@@ -26,6 +26,14 @@ MOVING_KINDS = ("walk", "run", "back", "side")
 FORWARD_KINDS = ("walk", "run")  # turns are judged where the character faces where it goes
 
 
+SUMMARY_MEASURES = ("response latency", "time to 90%", "determinism", "acceleration noise", "turning slip")
+
+
+def is_summary_row(row: Row) -> bool:
+    """A suite-wide row of these measures (the comparison report's table of controllers side by side)."""
+    return row.drive == "suite" and row.measure.startswith(SUMMARY_MEASURES)
+
+
 @dataclass
 class ChangeResponse:
     """One change's counterfactual: the pose latency (world and own frame), the time to 90%, the
