@@ -37,7 +37,7 @@ def _frame(joints=3):
 def test_force_arrows_start_on_the_floor_under_the_joint_and_follow_the_force():
     frame = dataclasses.replace(_frame(), foot_forces=np.array([[0.0, 600.0, 0.0], [1.0, 2.0, 0.0]]))
     lines = foot_force_geometry(frame).lines[0]
-    assert len(lines.starts) == 3  # one arrow (shaft and two barbs): the 2.2 N force is left out
+    assert len(lines.starts) == 3 and lines.through  # one arrow (shaft, two barbs), seen through the foot; 2.2 N left out
     np.testing.assert_allclose(lines.starts[0], [0.0, GROUND_LIFT, 0.2], atol=1e-6)
     np.testing.assert_allclose(lines.ends[0], [0.0, GROUND_LIFT + 600.0 * FORCE_SCALE, 0.2], atol=1e-6)
     assert (lines.ends[1:, 1] < lines.ends[0, 1]).all()  # the barbs point back down the shaft

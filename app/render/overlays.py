@@ -208,7 +208,8 @@ def foot_force_geometry(frame: SceneFrame, scale: float = FORCE_SCALE) -> Overla
     barbs = [ends - head * (along + 0.6 * side), ends - head * (along - 0.6 * side)]
     line_starts = np.concatenate([starts, ends, ends]).astype(np.float32)
     line_ends = np.concatenate([ends, *barbs]).astype(np.float32)
-    return OverlayGeometry(lines=[Lines(line_starts, line_ends, _colours(FORCE_COLOUR, len(line_starts)), 3.0)])
+    return OverlayGeometry(lines=[Lines(line_starts, line_ends, _colours(FORCE_COLOUR, len(line_starts)), 3.0,
+                                        through=True)])  # seen through the foot and the leg
 
 
 OVERLAY_BUILDERS = {
