@@ -30,9 +30,9 @@ from app.sources.readouts import apply_physics_mode, update_readouts
 from app.transport import StateHistory, scaled_real_dt
 from app.ui.hud import hud_values
 from app.ui.imgui_layer import ImguiLayer
+from app.ui.panel import covered_width
 from app.ui.sections.style import weights_label
 from app.ui.state import ViewerState
-from app.ui.theme import PANEL_WIDTH
 from pfnn_core.features.contract import SIM_FPS
 from pfnn_core.runtime.command import command_from_stick
 from pfnn_core.runtime.timestep import FixedTimestep
@@ -100,7 +100,7 @@ class Viewer:
         self._fps, self._last_frame_start = 0.0, None
         self._load_initial(model_path, bvh_path)
         self.prev_frames = self.cur_frames = self.source.frames()
-        self.camera.snap(self.cur_frames[0].root_pos)
+        self.camera.snap(self.cur_frames[0].root_pos, self.cur_frames[0].joint_pos)
 
     # ---- sources -------------------------------------------------------------------------------
     def _load_initial(self, model_path, bvh_path) -> None:
@@ -149,7 +149,9 @@ class Viewer:
         self._reset_frames()
 
     def reset_source(self) -> None:
-        self.source.reset()
+        """The source back to its start; a live character faces the way the camera looks, so the first
+        W walks straight on."""
+        self.source.reset(yaw=self.camera.view_yaw())
         self._reset_frames()
 
     def seek(self, time_s: float) -> None:
@@ -164,7 +166,7 @@ class Viewer:
 
     def _reset_frames(self) -> None:
         self.prev_frames = self.cur_frames = self.source.frames()
-        self.camera.snap(self.cur_frames[0].root_pos)
+        self.camera.snap(self.cur_frames[0].root_pos, self.cur_frames[0].joint_pos)
         self.history.clear()
         self.state.source_label = self.source.label
 
@@ -203,13 +205,14 @@ class Viewer:
         frame = self.devices.frame(settings.stick_deadzone)
         if self.input.flying():
             frame = InputFrame(np.zeros(2), False, False, frame.camera)
-        # strafing keeps the facing the character had when the strafe button went down
-        if not frame.strafe:
+        # strafing keeps the facing the character had when the strafe button went down; strafing by
+        # default (shooter style) faces where the camera looks
+        if not frame.strafe or self.state.strafe_default:
             self.strafe_facing = None
         elif self.strafe_facing is None:
             self.strafe_facing = self.cur_frames[0].root_dir[[0, 2]].copy()
-        return command_from_stick(frame.move, frame.run, frame.strafe, self.camera.view_yaw(), settings,
-                                  facing=self.strafe_facing)
+        return command_from_stick(frame.move, frame.run, frame.strafe or self.state.strafe_default,
+                                  self.camera.view_yaw(), settings, facing=self.strafe_facing)
 
     def tick(self) -> None:
         """One simulation step of the source, with its snapshot kept for stepping back."""
@@ -277,7 +280,7 @@ class Viewer:
         update_readouts(self.state, self.live_source)
         sim_done = time.perf_counter()
         frames = self.interpolated_frames()
-        self.camera.follow(frames[0].root_pos, real_dt)
+        self.camera.follow(frames[0].root_pos, real_dt, frames[0].joint_pos)
         self.state.camera_mode = self.camera.mode
         self._update_hud(frames[0])
         self.render_scene(frames)
@@ -317,15 +320,17 @@ class Viewer:
     def render_scene(self, frames) -> None:
         self.window.switch_to()
         width = max(self.window.get_size()[0], 1)
-        self.camera.lens_shift = -(PANEL_WIDTH + 12) / width if self.state.show_panel else 0.0
+        panel = covered_width(self.state, width)
+        self.camera.lens_shift = -(panel + 12) / width if panel else 0.0
+        self.camera.aspect = width / max(self.window.get_size()[1], 1)
         overlays = build_overlays(frames[0], self.state.overlays)
         self.renderer.ctx.screen.use()
         size = self.window.get_framebuffer_size()
         covered = None
-        if self.state.show_panel:  # the background is not drawn under the panel (inset past its rounded corners)
+        if panel:  # the background is not drawn under the panel (inset past its rounded corners)
             scale, margin = size[0] / width, 12 + 8
             covered = tuple(round(scale * value) for value in (
-                width - PANEL_WIDTH - 12 + 8, margin, PANEL_WIDTH - 16, self.window.get_size()[1] - 2 * margin))
+                width - panel - 12 + 8, margin, panel - 16, self.window.get_size()[1] - 2 * margin))
         self.renderer.render(frames, overlays, self.camera, size, covered=covered, view_mode=self.state.view_mode)
 
     def read_pixels(self) -> np.ndarray:

@@ -27,6 +27,15 @@ def private_dataset_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def private_viewer_config(tmp_path_factory):
+    """The viewer's settings (recent folders, the panel's layout) go to a folder of this test session, not the
+    user's ~/.config; a test that names its own folder (PFNN_VIEWER_CONFIG) still gets it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PFNN_VIEWER_CONFIG", str(tmp_path_factory.mktemp("viewer-config")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def body_mesh_cache(tmp_path_factory) -> Path:
     """Generated body meshes go to a folder of this test session, not the user's cache."""
     folder = tmp_path_factory.mktemp("body-mesh-cache")

@@ -168,9 +168,13 @@ def test_keys_make_a_unit_stick_and_flags():
 
     np.testing.assert_allclose(keyboard_frame({key.W}).move, [0, 1])
     np.testing.assert_allclose(keyboard_frame({key.LEFT}).move, [-1, 0])
-    diagonal = keyboard_frame({key.W, key.D, key.LSHIFT, key.Q})
+    diagonal = keyboard_frame({key.W, key.D, key.LSHIFT, key.LALT})
     np.testing.assert_allclose(diagonal.move, [np.sqrt(0.5), np.sqrt(0.5)])
     assert diagonal.run and diagonal.strafe
+    side_step = keyboard_frame({key.Q})  # Q / E side-step: a move left / right that keeps the facing
+    np.testing.assert_allclose(side_step.move, [-1, 0])
+    assert side_step.strafe and not side_step.run
+    np.testing.assert_allclose(keyboard_frame({key.W, key.E}).move, [np.sqrt(0.5), np.sqrt(0.5)])
     np.testing.assert_allclose(keyboard_frame({key.W, key.S}).move, [0, 0])
 
 

@@ -571,9 +571,10 @@ def test_every_control_in_the_help_has_a_handler_and_every_other_handler_is_a_pa
         for symbol, modifiers in c.keys:
             assert keys.key_label(symbol, modifiers) in keys_text.split(" / ")
     held = {c.action for c in keys.CONTROLS if c.held}
-    assert held == {"move_forward", "move_back", "move_left", "move_right", "move", "run", "strafe",
-                    "camera_turn", "camera_zoom", "camera_fly"}
+    assert held == {"move_forward", "move_back", "move_left", "move_right", "move", "run", "strafe", "strafe_left",
+                    "strafe_right", "camera_turn", "camera_pan", "camera_zoom", "camera_fly"}
     assert keys.mouse_drag_action(mouse.LEFT) == "camera_turn" and keys.action_for_button("start") == "toggle_pause"
+    assert keys.mouse_drag_action(mouse.MIDDLE) == keys.mouse_drag_action(mouse.LEFT, key.MOD_SHIFT) == "camera_pan"
 
 
 

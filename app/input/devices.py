@@ -16,6 +16,7 @@ MOVE_KEYS = {"up": held_keys("move_forward"), "down": held_keys("move_back"), "l
              "right": held_keys("move_right")}
 RUN_KEYS = held_keys("run")
 STRAFE_KEYS = held_keys("strafe")
+SIDE_STEP_KEYS = {"left": held_keys("strafe_left"), "right": held_keys("strafe_right")}
 TRIGGER_ON = 0.5
 
 
@@ -28,12 +29,15 @@ class InputFrame:
 
 
 def keyboard_frame(held: set) -> InputFrame:
-    """What the held keys ask for."""
-    def down(name):
-        return any(k in held for k in MOVE_KEYS[name])
+    """What the held keys ask for: Q / E side-step (a move left / right that keeps the facing)."""
+    def down(keys):
+        return any(k in held for k in keys)
 
-    move = stick_from_keys(down("up"), down("down"), down("left"), down("right"))
-    return InputFrame(move, any(k in held for k in RUN_KEYS), any(k in held for k in STRAFE_KEYS), np.zeros(2))
+    side_left, side_right = down(SIDE_STEP_KEYS["left"]), down(SIDE_STEP_KEYS["right"])
+    move = stick_from_keys(down(MOVE_KEYS["up"]), down(MOVE_KEYS["down"]), down(MOVE_KEYS["left"]) or side_left,
+                           down(MOVE_KEYS["right"]) or side_right)
+    strafe = down(STRAFE_KEYS) or side_left or side_right
+    return InputFrame(move, down(RUN_KEYS), strafe, np.zeros(2))
 
 
 def radial_deadzone(stick, deadzone: float) -> np.ndarray:

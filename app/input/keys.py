@@ -24,6 +24,7 @@ class Control:
     held: bool = False  # the keys are read every tick while held (movement), not on press
     mouse: str = ""  # how the mouse does it, as the help says it
     mouse_buttons: int = 0  # pyglet mouse button mask a drag needs (with `mouse`)
+    shift_mouse_buttons: int = 0  # ... and the buttons that do it with Shift held (taken before `mouse_buttons`)
     gamepad: tuple = ()  # controller button names (a press runs the action) or, when held, axis names
     gamepad_label: str = ""  # how the help names the gamepad control ("" = from `gamepad`)
 
@@ -42,8 +43,13 @@ CONTROLS = (
             gamepad_label="left stick"),
     Control("run", "Character", "run", _keys(key.LSHIFT, key.RSHIFT), held=True, gamepad=("righttrigger",),
             gamepad_label="right trigger"),
-    Control("strafe", "Character", "strafe: keep the facing while moving", _keys(key.Q, key.E), held=True,
-            gamepad=("lefttrigger",), gamepad_label="left trigger"),
+    Control("strafe_left", "Character", "side-step left (keeps the facing; with W / S: diagonally)", _keys(key.Q),
+            held=True),
+    Control("strafe_right", "Character", "side-step right (keeps the facing; with W / S: diagonally)", _keys(key.E),
+            held=True),
+    Control("strafe", "Character", "strafe while held: keep the facing, so S walks backward (the panel's View "
+            "section can make it the default)", _keys(key.LALT, key.RALT), held=True, gamepad=("lefttrigger",),
+            gamepad_label="left trigger"),
     Control("reset_character", "Character", "reset the character to the origin", _keys(key.SPACE), gamepad=("y",)),
     Control("next_style", "Character", "next style (most data first; the panel's Style section lists them)",
             _keys(key.N), gamepad=("b",)),
@@ -68,8 +74,10 @@ CONTROLS = (
     Control("camera_reset", "Camera", "reset the camera (follow mode, default view)", _keys(key.HOME),
             gamepad=("rightstick",), gamepad_label="right stick click"),
     Control("camera_turn", "Camera", "turn the camera around the character (free fly: look around)", held=True,
-            mouse="drag", mouse_buttons=mouse.LEFT | mouse.RIGHT | mouse.MIDDLE, gamepad=("rightx", "righty"),
+            mouse="drag", mouse_buttons=mouse.LEFT | mouse.RIGHT, gamepad=("rightx", "righty"),
             gamepad_label="right stick"),
+    Control("camera_pan", "Camera", "pan: slide the view (F or Home centres the character again)", held=True,
+            mouse="middle drag / Shift+drag", mouse_buttons=mouse.MIDDLE, shift_mouse_buttons=mouse.LEFT),
     Control("camera_zoom", "Camera", "zoom (free fly: move forward / back)", held=True, mouse="scroll wheel"),
     Control("camera_fly", "Camera", "free fly: W A S D move the camera, Q / E down / up", held=True,
             mouse="hold the right button"),
@@ -101,8 +109,8 @@ CONTROLS = (
 TEXT_FIELD_ACTIONS = ("select_all",)
 
 KEY_NAMES = {key.PERIOD: ".", key.COMMA: ",", key.BRACKETLEFT: "[", key.BRACKETRIGHT: "]", key.BACKSLASH: "\\",
-             key.LSHIFT: "Shift", key.RSHIFT: "Shift", key.SPACE: "Space", key.ESCAPE: "Escape",
-             key.TAB: "Tab", key.HOME: "Home", key.UP: "Up", key.DOWN: "Down", key.LEFT: "Left",
+             key.LSHIFT: "Shift", key.RSHIFT: "Shift", key.LALT: "Alt", key.RALT: "Alt", key.SPACE: "Space",
+             key.ESCAPE: "Escape", key.TAB: "Tab", key.HOME: "Home", key.UP: "Up", key.DOWN: "Down", key.LEFT: "Left",
              key.RIGHT: "Right"}
 BUTTON_NAMES = {"a": "A", "b": "B", "x": "X", "y": "Y", "start": "Start", "back": "Back",
                 "leftshoulder": "left bumper", "rightshoulder": "right bumper", "rightstick": "right stick click",
@@ -174,7 +182,12 @@ def gamepad_axes(action: str) -> tuple:
     return control(action).gamepad
 
 
-def mouse_drag_action(buttons: int) -> str | None:
+def mouse_drag_action(buttons: int, modifiers: int = 0) -> str | None:
+    """What a drag with `buttons` held does (Shift+left drag pans, a plain one turns)."""
+    if modifiers & SHIFT:
+        for c in CONTROLS:
+            if c.shift_mouse_buttons & buttons:
+                return c.action
     for c in CONTROLS:
         if c.mouse_buttons & buttons:
             return c.action

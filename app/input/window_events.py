@@ -1,7 +1,7 @@
 """The window's events and what held input does each frame. Key presses run the control table's actions
 (`app.input.keys`) through the viewer's action table, unless a text field of the panel has the keyboard;
-every key goes to the held set of `InputDevices` (movement, run, strafe); mouse drags and the wheel turn
-and zoom the camera unless the panel has the mouse; losing the focus releases everything held; closing
+every key goes to the held set of `InputDevices` (movement, run, strafe); mouse drags and the wheel turn,
+pan and zoom the camera unless the panel has the mouse; losing the focus releases everything held; closing
 the window asks the "quit" action. Each frame, the right stick turns the camera and, in free fly, the
 held movement keys (with the right mouse button down) fly it."""
 
@@ -18,6 +18,7 @@ MOUSE_ORBIT = 0.008  # rad per pixel dragged
 class WindowEvents:
     def __init__(self, window, devices, camera, imgui_layer, run_action):
         self.devices, self.camera, self.imgui, self.run_action = devices, camera, imgui_layer, run_action
+        self.window = window
         self.mouse_buttons = 0  # mouse buttons held over the 3D view
         # pushed before imgui's backend, whose handlers (on top) see the events first
         window.push_handlers(self.on_key_press, self.on_key_release, self.on_mouse_press, self.on_mouse_release,
@@ -48,8 +49,13 @@ class WindowEvents:
         self.mouse_buttons &= ~button
 
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
-        if not self.imgui.io().want_capture_mouse and mouse_drag_action(buttons) == "camera_turn":
+        if self.imgui.io().want_capture_mouse:
+            return
+        action = mouse_drag_action(buttons, modifiers)
+        if action == "camera_turn":
             self.camera.orbit(-dx * MOUSE_ORBIT, -dy * MOUSE_ORBIT)
+        elif action == "camera_pan":
+            self.camera.pan(dx, dy, self.window.height)
 
     def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
         if not self.imgui.io().want_capture_mouse:

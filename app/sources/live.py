@@ -171,8 +171,10 @@ class LiveSource:
         if self.trail is not None:
             self.trail.push(self.character.state.model_state["latent"][0])
 
-    def reset(self) -> None:
-        self.character.reset(positions=crowd_positions(self.character.batch))
+    def reset(self, yaw: float = 0.0) -> None:
+        """Every character back on its place of the grid, facing `yaw` (0 = +Z)."""
+        batch = self.character.batch
+        self.character.reset(positions=crowd_positions(batch), yaws=np.full(batch, float(yaw)))
         self._restart_extras()
 
     def _restart_extras(self) -> None:

@@ -130,7 +130,8 @@ class PlaybackSource:
     def seek(self, time: float) -> None:
         self.time = float(np.clip(time, 0.0, self.clip.duration))
 
-    def reset(self) -> None:
+    def reset(self, yaw: float = 0.0) -> None:
+        """Back to the clip's start (a clip keeps its own facing: `yaw` is for the live sources)."""
         self.time = 0.0
 
     def snapshot(self) -> float:

@@ -82,8 +82,9 @@ class PuppetSource:
         """No gait of its own: the HUD names it from the speed."""
         return None
 
-    def reset(self) -> None:
-        self.root_pos, self.velocity, self.facing = np.zeros(3), np.zeros(2), np.array([0.0, 1.0])
+    def reset(self, yaw: float = 0.0) -> None:
+        """Back at the origin, facing `yaw` (0 = +Z)."""
+        self.root_pos, self.velocity, self.facing = np.zeros(3), np.zeros(2), np.array([np.sin(yaw), np.cos(yaw)])
         self.phase, self.past = 0.0, []
 
     def snapshot(self):

@@ -1,6 +1,7 @@
-"""The frame's UI: the HUD, the panel with its sections, the file browser, the help overlay and the quit
-dialog. `gui(state)` only reads and writes the one `ViewerState` (`app.ui.state`); errors are shown as
-one line (`app.ui.messages`) with the details in a tooltip.
+"""The frame's UI: the HUD, the panel with its sections (its width dragged at its left edge, folded to
+its title bar by its arrow, the layout remembered between runs: `app.ui.panel_layout`), the file browser,
+the help overlay and the quit dialog. `gui(state)` only reads and writes the one `ViewerState`
+(`app.ui.state`); errors are shown as one line (`app.ui.messages`) with the details in a tooltip.
 """
 
 from imgui_bundle import imgui
@@ -27,6 +28,7 @@ from app.ui.sections.transport import time_section
 from app.ui.sections.tune import tune_section
 from app.ui.sections.view import view_section
 from app.ui.theme import DIM_COLOUR, PANEL_WIDTH
+from app.ui.widgets import remember_rect
 
 SECTIONS = (("Model", model_section), ("Matching", matching_section), ("Motion VAE", mvae_section),
             ("Style", style_section), ("Time", time_section), ("View", view_section), ("Physics", physics_section),
@@ -35,6 +37,11 @@ SECTIONS = (("Model", model_section), ("Matching", matching_section), ("Motion V
             ("Stats", stats_section))
 SHOWN_WHEN = {"Matching": lambda state: state.model.kind == "matching",  # sections of one model kind
               "Motion VAE": lambda state: state.model.kind == "mvae"}
+PANEL_MARGIN = 12  # pixels between the panel and the window's edges
+MIN_PANEL_WIDTH = 260.0
+FITTED_SHARE, WIDEST_SHARE = 0.34, 0.6  # of the window's width: the panel until dragged, and at most
+GRIP_WIDTH = 8.0  # the strip left of the panel that resizes it
+KEYS_HINT = "Keys go to the panel while the mouse is over it"
 
 
 def quit_dialog(state, display_size) -> None:
@@ -70,11 +77,43 @@ def gui(state, display_size=(1280, 720)) -> None:
     recovery_dialog(state, display_size)
 
 
+def fitted_width(display_width: float) -> float:
+    """The panel's width until it is dragged: about a third of a small window, at most `PANEL_WIDTH`."""
+    return float(min(PANEL_WIDTH, max(MIN_PANEL_WIDTH, FITTED_SHARE * display_width)))
+
+
+def panel_width(state, display_width: float) -> float:
+    """The panel's width now: as dragged (`state.panel_width`, 0 = fitted), within what the window allows."""
+    widest = max(MIN_PANEL_WIDTH, WIDEST_SHARE * display_width)
+    return float(min(widest, max(MIN_PANEL_WIDTH, state.panel_width or fitted_width(display_width))))
+
+
+def covered_width(state, display_width: float) -> float:
+    """How much of the window's right side the panel covers (0 when hidden or folded to its title bar)."""
+    return panel_width(state, display_width) if state.show_panel and not state.panel_collapsed else 0.0
+
+
 def panel(state, display_size) -> None:
-    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] - PANEL_WIDTH - 12, 12), imgui.Cond_.always)
-    imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, display_size[1] - 24), imgui.Cond_.always)
-    imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize |
-                imgui.WindowFlags_.no_collapse)
+    """The panel on the right: sections that open and close one by one, folded to its title bar by its
+    arrow, its width dragged at its left edge; the layout is remembered between runs."""
+    width = panel_width(state, display_size[0])
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] - width - PANEL_MARGIN, PANEL_MARGIN), imgui.Cond_.always)
+    imgui.set_next_window_size(imgui.ImVec2(width, display_size[1] - 2 * PANEL_MARGIN), imgui.Cond_.always)
+    imgui.set_next_window_collapsed(state.panel_collapsed, imgui.Cond_.always)  # `panel_collapsed` is the truth
+    imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize)
+    state.panel_collapsed = imgui.is_window_collapsed()
+    if not state.panel_collapsed:
+        panel_sections(state)
+        if imgui.is_window_hovered(imgui.HoveredFlags_.root_and_child_windows):
+            keys_hint(display_size, width)
+    imgui.end()
+    if not state.panel_collapsed:
+        resize_grip(state, display_size, width)
+    if not imgui.is_mouse_down(imgui.MouseButton_.left):  # not on every frame of a drag
+        state.layout.remember(state)
+
+
+def panel_sections(state) -> None:
     for title, section in SECTIONS:
         if not SHOWN_WHEN.get(title, lambda _: True)(state):
             continue
@@ -90,4 +129,39 @@ def panel(state, display_size) -> None:
             imgui.pop_id()
     for message in state.messages[-3:]:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), messages.one_line(message, 60))
+
+
+def keys_hint(display_size, width: float) -> None:
+    """While the mouse is over the panel the keys go to it, not to the character: said beside the panel."""
+    text = KEYS_HINT
+    size = imgui.calc_text_size(text)
+    x = display_size[0] - width - PANEL_MARGIN - size.x - 20
+    y = display_size[1] - PANEL_MARGIN - size.y - 8
+    draw = imgui.get_foreground_draw_list()
+    draw.add_rect_filled(imgui.ImVec2(x - 8, y - 4), imgui.ImVec2(x + size.x + 8, y + size.y + 4),
+                         imgui.color_convert_float4_to_u32(imgui.ImVec4(0.09, 0.10, 0.13, 0.85)), 5.0)
+    draw.add_text(imgui.ImVec2(x, y), imgui.color_convert_float4_to_u32(imgui.ImVec4(*DIM_COLOUR)), text)
+
+
+def resize_grip(state, display_size, width: float) -> None:
+    """A strip along the panel's left edge: dragging it sets the panel's width."""
+    left = display_size[0] - width - PANEL_MARGIN
+    imgui.set_next_window_pos(imgui.ImVec2(left - GRIP_WIDTH, PANEL_MARGIN + 32), imgui.Cond_.always)
+    imgui.set_next_window_size(imgui.ImVec2(GRIP_WIDTH, display_size[1] - 2 * PANEL_MARGIN - 32), imgui.Cond_.always)
+    imgui.push_style_var(imgui.StyleVar_.window_padding, imgui.ImVec2(0, 0))
+    imgui.push_style_var(imgui.StyleVar_.window_min_size, imgui.ImVec2(1, 1))  # else 32 px: over the panel
+    imgui.begin("##panel_grip", None, imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.no_background |
+                imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_saved_settings)
+    imgui.pop_style_var(2)
+    imgui.invisible_button("##grip", imgui.get_content_region_avail())
+    remember_rect(state, "panel_grip")
+    if imgui.is_item_active():
+        dragged = width - imgui.get_io().mouse_delta.x
+        state.panel_width = min(max(MIN_PANEL_WIDTH, dragged), max(MIN_PANEL_WIDTH, WIDEST_SHARE * display_size[0]))
+    if imgui.is_item_hovered() or imgui.is_item_active():
+        imgui.set_mouse_cursor(imgui.MouseCursor_.resize_ew)
+        low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        middle = (low.x + high.x) / 2
+        imgui.get_window_draw_list().add_line(imgui.ImVec2(middle, low.y), imgui.ImVec2(middle, high.y),
+                                              imgui.color_convert_float4_to_u32(imgui.ImVec4(*DIM_COLOUR)), 2.0)
     imgui.end()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from app import paths
 from app.transport import TransportPanel
 from app.ui.file_browser import BrowserState, RecentFolders
+from app.ui.panel_layout import PanelLayout
 from app.ui.readouts import MatchingPanel, MVAEPanel, PhysicsPanel
 from app.ui.recovery import RecoveryPanel
 from app.ui.sections.editor import EditorPanel
@@ -98,7 +99,11 @@ class ViewerState:
     on_screen: bool = True  # a person watches the window (headless: no recording sign in the saved frames)
     view_mode: str = "mesh"  # how bodies are drawn: one of `app.render.renderer.VIEW_MODES`
     camera_mode: str = "follow"  # mirrors the camera (the panel asks for changes with a request)
+    strafe_default: bool = False  # shooter style: the character faces where the camera looks (View section)
     open_sections: tuple = ("Model", "Style", "View", "Stats")  # panel sections open now (clicks on headers edit it)
+    panel_width: float = 0.0  # pixels, as dragged at its left edge (0 = fitted to the window)
+    panel_collapsed: bool = False  # the panel folded to its title bar
+    layout: PanelLayout = field(default_factory=lambda: PanelLayout.load(paths.config_dir() / "panel.json"))
     source_label: str = ""
     model: ModelPanel = field(default_factory=ModelPanel)
     style: StylePanel = field(default_factory=StylePanel)  # the model's styles, the one or the blend asked for
@@ -126,6 +131,9 @@ class ViewerState:
     toast_until: float = 0.0  # time.monotonic() when the toast goes
     stop_armed_until: float = 0.0  # R pressed once during a take: a second R before this stops it
     requests: list = field(default_factory=list)  # (name, payload) for the app
+
+    def __post_init__(self):
+        self.layout.restore(self)  # the panel as the last run left it
 
     def request(self, name: str, payload=None) -> None:
         self.requests.append((name, payload))

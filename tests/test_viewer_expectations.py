@@ -1,0 +1,225 @@
+"""Issue 26, what users of Unity, Unreal and Blender expect: a camera that pans and frames the body, Q / E
+that side-step, a shooter-style strafe, a reset that faces the camera's way, a help that tells devices
+apart, a panel that fits small windows, a file browser that shows sizes and dates. Each through a
+headless pyglet window with the events pyglet really sends and real imgui frames."""
+
+import numpy as np
+import pytest
+from conftest import make_random_checkpoint
+from pyglet.window import key, mouse
+from test_viewer_newcomer import _mouse_to, _press
+
+from app.render.camera import project_points
+
+WIDTH, HEIGHT = 1024, 600
+VIEW_POINT = (250, 200)  # pyglet coordinates (y up) over the 3D view
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    return {"work": tmp_path_factory.mktemp("work"), "config": tmp_path_factory.mktemp("config")}
+
+
+@pytest.fixture(scope="module")
+def viewer(walk_motion, folders, tmp_path_factory):
+    from app.viewer import Viewer
+
+    model = make_random_checkpoint(walk_motion, tmp_path_factory.mktemp("ckpt") / "expect.safetensors")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PFNN_VIEWER_HOME", str(folders["work"]))
+        patch.setenv("PFNN_VIEWER_CONFIG", str(folders["config"]))
+        app = Viewer(WIDTH, HEIGHT, model_path=model, visible=False, vsync=False)
+        yield app
+        app.close()
+
+
+@pytest.fixture
+def ui(viewer):
+    """The live viewer, panel shown with no section open, the mouse over the 3D view, camera at rest."""
+    state = viewer.state
+    state.take_requests()
+    viewer.input.on_deactivate()
+    state.show_panel, state.show_help, state.browser.open, state.open_sections = True, False, False, ()
+    state.transport.paused, state.transport.speed = False, 1.0
+    state.strafe_default = False
+    viewer.camera.reset()
+    _mouse_to(viewer, *VIEW_POINT)
+    viewer.run_frames(40)  # the camera's transition ends
+    assert not viewer.imgui.io().want_capture_mouse
+    return viewer
+
+
+def _screen(viewer, points):
+    """Window pixels (x right, y down) of world points as the last frame drew them."""
+    width, height = viewer.window.get_size()
+    camera = viewer.camera
+    return project_points(np.asarray(points, float), camera.projection(width / height) @ camera.view(), width, height)
+
+
+def _view_box(viewer):
+    """(x0, y0, x1, y1) of the view the panel leaves uncovered."""
+    width, height = viewer.window.get_size()
+    covered = viewer.state.panel_width + 12 if viewer.state.show_panel else 0
+    return 0.0, 0.0, width - covered, height
+
+
+def _drag(viewer, buttons, dx, dy, modifiers=0, steps=4):
+    x, y = VIEW_POINT
+    viewer.window.dispatch_event("on_mouse_press", x, y, buttons, modifiers)
+    for _ in range(steps):
+        x, y = x + dx / steps, y + dy / steps
+        viewer.window.dispatch_event("on_mouse_drag", x, y, dx / steps, dy / steps, buttons, modifiers)
+    viewer.window.dispatch_event("on_mouse_release", x, y, buttons, modifiers)
+    viewer.window.dispatch_events()
+    viewer.run_frames(1)
+
+
+# ---- camera: pan, frame, zoom toward the whole body -----------------------------------------------
+
+@pytest.mark.parametrize("buttons, modifiers", [(mouse.MIDDLE, 0), (mouse.LEFT, key.MOD_SHIFT)])
+def test_a_pan_drags_the_view_with_the_mouse(ui, buttons, modifiers):
+    ui.state.transport.paused = True  # the character and so the followed point stand still
+    ui.run_frames(30)
+    look, yaw = ui.camera.look_point().copy(), ui.camera.yaw
+    before = _screen(ui, [look])[0]
+    _drag(ui, buttons, 60, 40, modifiers)
+    after = _screen(ui, [look])[0]
+    np.testing.assert_allclose(after - before, [60, -40], atol=0.5)  # pyglet's y is up, image rows go down
+    assert ui.camera.yaw == yaw  # a pan does not turn
+    _press(ui, key.F, frames=40)  # F centres the character again
+    np.testing.assert_allclose(ui.camera.pan_offset, 0)
+
+
+def test_a_plain_left_drag_still_turns_the_camera(ui):
+    yaw = ui.camera.yaw
+    _drag(ui, mouse.LEFT, 80, 0)
+    assert ui.camera.yaw != pytest.approx(yaw) and np.allclose(ui.camera.pan_offset, 0)
+
+
+def _body_on_screen(viewer):
+    frame = viewer.cur_frames[0]
+    joints = _screen(viewer, frame.joint_pos)
+    feet = _screen(viewer, frame.joint_pos[frame.contact_joints] * [1, 0, 1])  # the soles on the floor
+    return np.concatenate([joints, feet])
+
+
+def test_f_frames_the_whole_body_inside_the_uncovered_view(ui):
+    ui.state.transport.paused = True
+    camera = ui.camera
+    camera.distance, camera.pitch, camera.yaw = 25.0, 0.6, 2.0  # far away, from above and the side
+    ui.run_frames(2)
+    far = np.ptp(_body_on_screen(ui)[:, 1])
+    _press(ui, key.F, frames=40)
+    x0, y0, x1, y1 = _view_box(ui)
+    points = _body_on_screen(ui)
+    assert (points[:, 0] > x0).all() and (points[:, 0] < x1).all()
+    assert (points[:, 1] > y0).all() and (points[:, 1] < y1).all()
+    span = np.ptp(points[:, 1])
+    assert span > 0.5 * (y1 - y0) and span > 3 * far  # the body fills the view, not a speck in it
+    assert camera.yaw == pytest.approx(2.0) and camera.pitch == pytest.approx(0.6)  # from where it looked
+
+
+def test_a_close_up_zooms_toward_the_whole_body_and_never_cuts_off_the_feet(ui):
+    ui.state.transport.paused = True
+    _press(ui, key.F, frames=40)
+    framed = ui.camera.distance
+    for _ in range(40):
+        ui.window.dispatch_event("on_mouse_scroll", *VIEW_POINT, 0, 1)
+    ui.window.dispatch_events()
+    ui.run_frames(2)
+    assert ui.camera.distance < framed  # closer than F's framing
+    x0, y0, x1, y1 = _view_box(ui)
+    points = _body_on_screen(ui)
+    assert (points[:, 1] > y0).all() and (points[:, 1] < y1).all()  # head and feet both in view
+    assert (points[:, 0] > x0).all() and (points[:, 0] < x1).all()
+    assert np.ptp(points[:, 1]) > 0.75 * (y1 - y0)
+
+
+# ---- controls: Q / E side-step, a strafe modifier, strafing by default, a reset facing the camera's way
+
+def _camera_axes(viewer):
+    looking = (viewer.camera.look_point() - viewer.camera.eye())[[0, 2]]
+    forward = looking / np.linalg.norm(looking)
+    return forward, np.array([-forward[1], forward[0]])  # (forward, right) on the ground (x, z)
+
+
+def _hold(viewer, symbols, frames):
+    for symbol in symbols:
+        viewer.window.dispatch_event("on_key_press", symbol, 0)
+    viewer.window.dispatch_events()
+    viewer.run_frames(frames)
+    for symbol in symbols:
+        viewer.window.dispatch_event("on_key_release", symbol, 0)
+    viewer.window.dispatch_events()
+    viewer.run_frames(1)
+
+
+def _facing(viewer):
+    facing = viewer.cur_frames[0].root_dir[[0, 2]]
+    return facing / np.linalg.norm(facing)
+
+
+def _degrees(a, b):
+    return float(np.degrees(np.arccos(np.clip(np.dot(a, b), -1, 1))))
+
+
+@pytest.fixture
+def steering(ui):
+    """The random network's root follows the command, as a trained model's does."""
+    settings = ui.state.settings
+    before, settings.root_motion_from_command = settings.root_motion_from_command, 1.0
+    _press(ui, key.SPACE, frames=2)
+    yield ui
+    settings.root_motion_from_command = before
+
+
+@pytest.mark.parametrize("symbol, side", [(key.Q, -1.0), (key.E, 1.0)])
+def test_q_and_e_side_step_left_and_right_of_the_camera_keeping_the_facing(steering, symbol, side):
+    forward, right = _camera_axes(steering)
+    facing, start = _facing(steering), steering.cur_frames[0].root_pos[[0, 2]].copy()
+    _hold(steering, [symbol], 60)
+    moved = steering.cur_frames[0].root_pos[[0, 2]] - start
+    assert np.linalg.norm(moved) > 0.2
+    assert np.dot(moved / np.linalg.norm(moved), side * right) > 0.9
+    assert _degrees(_facing(steering), facing) < 20  # a side-step, not a turn toward the motion
+
+
+def test_space_then_w_starts_straight_ahead_without_a_turn(steering):
+    steering.camera.yaw = 2.4  # wherever the camera looks
+    steering.run_frames(30)
+    _press(steering, key.SPACE, frames=2)
+    forward, _ = _camera_axes(steering)
+    assert _degrees(_facing(steering), forward) < 3
+    start = steering.cur_frames[0].root_pos[[0, 2]].copy()
+    _hold(steering, [key.W], 30)
+    moved = steering.cur_frames[0].root_pos[[0, 2]] - start
+    assert _degrees(_facing(steering), forward) < 10
+    assert np.dot(moved / np.linalg.norm(moved), forward) > 0.95
+
+
+def test_alt_held_strafes_so_s_walks_backward(steering):
+    forward, _ = _camera_axes(steering)
+    start = steering.cur_frames[0].root_pos[[0, 2]].copy()
+    _hold(steering, [key.LALT, key.S], 60)
+    moved = steering.cur_frames[0].root_pos[[0, 2]] - start
+    assert np.dot(moved / np.linalg.norm(moved), -forward) > 0.9
+    assert _degrees(_facing(steering), forward) < 20  # it still faces away from the camera: a backward walk
+
+
+def test_strafe_by_default_from_the_view_section_faces_the_camera_direction(steering):
+    from conftest import click_widget
+
+    state = steering.state
+    state.open_sections = ("View",)
+    steering.run_frames(2)
+    click_widget(steering, "strafe_default", 0.05)
+    assert state.strafe_default
+    _mouse_to(steering, *VIEW_POINT)
+    steering.camera.yaw += 1.2  # the camera turns away from where the character faces
+    steering.run_frames(2)
+    forward, right = _camera_axes(steering)
+    start = steering.cur_frames[0].root_pos[[0, 2]].copy()
+    _hold(steering, [key.D], 60)  # D side-steps to the camera's right, the character turning to its forward
+    moved = steering.cur_frames[0].root_pos[[0, 2]] - start
+    assert np.dot(moved / np.linalg.norm(moved), right) > 0.9
+    assert _degrees(_facing(steering), forward) < 20
