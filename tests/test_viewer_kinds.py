@@ -230,6 +230,19 @@ def test_a_push_with_the_physics_off_says_how_to_turn_it_on(viewer):
     viewer.state.physics.mode = "off"
 
 
+def test_a_model_swap_with_the_physics_on_builds_the_new_models_body(viewer):
+    _use(viewer, "pfnn", panel=False)
+    viewer.state.physics.mode = "on"
+    viewer.run_frames(3)
+    first = viewer.live_source.physics.tracker
+    assert viewer.load_model(MODELS["matching"])
+    viewer.run_frames(3)
+    physics = viewer.live_source.physics
+    assert viewer.state.physics.mode == "on" and physics.active and physics.tracker is not first
+    assert 0.0 < viewer.state.physics.figures["tracking_error"] < 0.1
+    viewer.state.physics.mode = "off"
+
+
 @pytest.mark.parametrize("kind", ["matching", "mvae"])
 def test_the_physics_tracks_every_model_kind(viewer, kind):
     _use(viewer, kind, ("Physics",))

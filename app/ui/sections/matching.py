@@ -1,7 +1,7 @@
 """The panel's Matching section (a motion-matching model runs): the clip and frame playing, the last
 search's cost and distance, the switches so far, and the live search interval, transition half-life and
 per-group feature weights (`RuntimeSettings.matching_*`); and the same readout as an overlay over the
-3D view, top centre."""
+3D view, bottom centre."""
 
 from imgui_bundle import imgui
 
@@ -44,7 +44,8 @@ def matching_overlay(state, display_size) -> None:
         return
     flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_inputs |
              imgui.WindowFlags_.no_focus_on_appearing | imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_move)
-    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] * 0.36, 12), imgui.Cond_.always, imgui.ImVec2(0.5, 0.0))
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] * 0.4, display_size[1] - 12), imgui.Cond_.always,
+                              imgui.ImVec2(0.5, 1.0))  # bottom centre of the 3D view, clear of the HUD and the hint
     imgui.set_next_window_bg_alpha(0.6)
     imgui.begin("##matching_overlay", None, flags)
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "motion matching")
