@@ -2,10 +2,10 @@
 
     python -m app.ab JOB.json
 
-JOB.json: {"model": PATH, "width": 640, "height": 360, "fps": 30, "view": "mesh", "camera_distance": 3.5,
+JOB.json: {"model": PATH, "width": 640, "height": 360, "fps": 30, "view": "mesh",
 "videos": [{"script": {pfnn-drive script}, "path": OUT.mp4}, ...]} (`pfnn_core.evaluation.ab_cli`
 writes it). One offscreen viewer renders every drive, each from the same start: the character reset
-to the origin in the model's default style, the follow camera in its default view 3.5 m away (so two models'
+to the origin in the model's default style, the follow camera in its default view (so two models'
 videos of a drive are filmed alike), no panel, no HUD (it names the model) and no overlays. The simulation
 ticks at 60 Hz; every `60 / fps`-th state is filmed (H.264, yuv420p). Exit 1 with a message when the
 model cannot be used.
@@ -20,12 +20,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-CAMERA_DISTANCE = 3.5  # m: nearer than the viewer's default, so the body fills more of a small video
-
-
-def reset_for_drive(viewer, script, camera_distance: float = CAMERA_DISTANCE) -> None:
-    """The character at the origin in the model's default style, time zero, the default follow view
-    at `camera_distance`."""
+def reset_for_drive(viewer, script) -> None:
+    """The character at the origin in the model's default style, time zero, the default follow view."""
     import numpy as np
 
     from app.sources import styles
@@ -38,22 +34,21 @@ def reset_for_drive(viewer, script, camera_distance: float = CAMERA_DISTANCE) ->
     viewer.script, viewer.styled_segment, viewer.sim_time = script, None, 0.0
     viewer.timestep.reset()
     viewer.camera.reset()
-    viewer.camera.distance = float(camera_distance)
     viewer.reset_source()  # also snaps the camera onto the character
 
 
-def render_drive(viewer, script, path, fps: int, camera_distance: float = CAMERA_DISTANCE) -> int:
+def render_drive(viewer, script, path, fps: int) -> int:
     """Film one drive from its start to its end into `path`; returns the frames written."""
     from app.jobs.capture import VideoRecorder
 
-    reset_for_drive(viewer, script, camera_distance)
+    reset_for_drive(viewer, script)
     frame_dt = 1.0 / fps
     recorder = VideoRecorder(path, fps=fps)
     try:
         for _ in range(max(1, math.ceil(script.duration * fps - 1e-6))):
             viewer.simulate(frame_dt)
             frames = viewer.interpolated_frames()
-            viewer.camera.follow(frames[0].root_pos, frame_dt)
+            viewer.camera.follow(frames[0].root_pos, frame_dt, frames[0].joint_pos)  # as the viewer does
             viewer.render_scene(frames)
             recorder.add(viewer.read_pixels())
             viewer.window.flip()
@@ -83,7 +78,7 @@ def run_job(job: dict, log=print) -> int:
         viewer.state.overlays = dict.fromkeys(viewer.state.overlays, False)  # the body alone is judged
         for script, path in scripts:
             started = time.perf_counter()
-            frames = render_drive(viewer, script, path, fps, float(job.get("camera_distance", CAMERA_DISTANCE)))
+            frames = render_drive(viewer, script, path, fps)
             log(f"{script.name}: {frames} frames in {time.perf_counter() - started:.1f} s")
     finally:
         viewer.close()
