@@ -147,3 +147,26 @@ def test_the_shipped_models_rerun_is_bit_identical_and_a_branch_on_the_drives_ow
     np.testing.assert_array_equal(own.positions, main.positions[30:60])
     np.testing.assert_array_equal(main.positions, record.positions)
     assert latency.pose_difference(main.positions[30:60], standing.positions).max() > latency.POSE_THRESHOLD
+
+
+def test_the_own_frame_pose_ignores_the_roots_travel_and_turn(bvh_dir):
+    """The same clip carried and turned as a whole has the same own-frame pose; a joint above the hips
+    that stays at the origin is left out (it would swing in the character's frame)."""
+    from pfnn_core.evaluation.measures import body_joints
+    from pfnn_core.math.planar import rotate_xz
+    from pfnn_core.motion import bvh
+
+    motion = bvh.load(sorted(bvh_dir.glob("dataset-2_walk_normal_*.bvh.gz"))[0])
+    positions = motion.global_positions()[:60]
+    names, parents = motion.names, motion.parents
+    body = body_joints(names, parents)
+    moved = positions.copy()
+    moved[..., [0, 2]] = rotate_xz(np.full(positions.shape[:2], 0.7), positions[..., [0, 2]]) + [2.0, -1.0]
+    np.testing.assert_allclose(latency.body_poses(moved[:, body], names, parents, body),
+                               latency.body_poses(positions[:, body], names, parents, body), atol=1e-9)
+    assert latency.pose_difference(moved, positions).min() > 1.0  # in the world they are far apart
+    bent = positions[:, body].copy()
+    bent[10:, -1] += [0.0, 0.05, 0.0]  # the last body joint 5 cm up from frame 10 on
+    own = latency.body_poses(bent, names, parents, body)
+    assert latency.response_delay(own, latency.body_poses(positions[:, body], names, parents, body), DT) == \
+        pytest.approx(11 * DT)

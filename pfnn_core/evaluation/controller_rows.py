@@ -57,15 +57,16 @@ def change_responses(record: DriveRecord, checkpoint, styles=(), make_character=
     main, traces = run_with_branches(drive.script(), checkpoint, subject_settings(record.subject, checkpoint.card),
                                      branches, make_character)
     names, parents = checkpoint.card.names, checkpoint.card.skeleton["parents"]
+    body = measures.body_joints(names, parents)  # not a joint above the hips that stays at the origin
     responses = []
     for change, trace in zip(changes, traces):
         first = int(round(change.time / dt))
-        own = main.positions[first:first + len(trace.positions)]
-        branch = trace.positions[:len(own)]
+        own = main.positions[first:first + len(trace.positions)][:, body]
+        branch = trace.positions[:len(own)][:, body]
         changed, held = (branch, own) if change.probe else (own, branch)
         delay = latency.response_delay(changed, held, dt)
-        body_delay = latency.response_delay(latency.body_poses(changed, names, parents),
-                                            latency.body_poses(held, names, parents), dt)
+        body_delay = latency.response_delay(latency.body_poses(changed, names, parents, body),
+                                            latency.body_poses(held, names, parents, body), dt)
         to_90 = math.nan
         if not change.probe:  # the drive goes on with the change: the whole rest of it to reach 90%
             to_90 = latency.time_to_90(change, main.t, main.root_xz, main.command_xz, dt)

@@ -134,11 +134,17 @@ def response_delay(changed, held, dt: float, threshold: float = POSE_THRESHOLD) 
     return float((above[0] + 1) * dt) if len(above) else math.inf
 
 
-def body_poses(positions, names, parents) -> np.ndarray:
+def body_poses(positions, names, parents, joints=None) -> np.ndarray:
     """World joint positions [T, J, 3] in the character's own unsmoothed frame (`motion.root.body_frames`):
-    the pose without the root's travel and turn."""
+    the pose without the root's travel and turn. `joints`: the indices `positions` holds when it is not
+    the whole skeleton (the frame comes from the hips and shoulders, which must be among them)."""
+    if joints is not None:
+        full = np.zeros(positions.shape[:1] + (len(names), 3))
+        full[:, joints] = positions
+        positions = full
     origin, yaw = body_frames(positions, names, parents)
-    return to_body_frame(positions, origin, yaw)
+    local = to_body_frame(positions, origin, yaw)
+    return local if joints is None else local[:, joints]
 
 
 def time_to_90(change: InputChange, t, root_xz, command_xz, dt: float) -> float:
