@@ -130,11 +130,11 @@ def test_foot_locking_pins_a_planted_foot(random_checkpoint):
     character = Character(load_checkpoint(random_checkpoint), settings)
     joints = character.model.contact_joints
     state = drive(character, stand_command(), 30)
-    pinned = state.lock_active[0]
+    pinned = state.locks.active[0]
     assert pinned.any()
     held = state.world_joint_pos[0, joints][pinned]
     state = drive(character, stand_command(), 30)
-    still = state.lock_active[0] & pinned
+    still = state.locks.active[0] & pinned
     np.testing.assert_allclose(state.world_joint_pos[0, joints][still], held[still[pinned]], atol=2e-3)
 
 
@@ -180,20 +180,20 @@ def stance_checkpoint(walk_motion, tmp_path_factory):
 def test_a_settled_state_moved_elsewhere_equals_settling_there(random_checkpoint, stance_checkpoint, settling):
     checkpoint = load_checkpoint(stance_checkpoint if settling else random_checkpoint)
     here = Character(checkpoint)
-    assert here.state.settle_active[0] == settling
+    assert here.state.settle.active[0] == settling
     command = command_from_world_move([0.0, 1.0], False, here.settings)
     turned = command_from_world_move([np.sin(2.0), np.cos(2.0)], False, here.settings)
     if settling:  # stopped mid-step: the settling state (the step's start, pins, offsets) moves along too
         drive(here, command, 40)
         drive(here, stand_command(), 5)
-        assert here.state.settle_foot[0] >= 0
+        assert here.state.settle.foot[0] >= 0
         command = turned = stand_command()
     turn = np.array([[np.cos(2.0), 0, -np.sin(2.0)], [0, 1, 0], [np.sin(2.0), 0, np.cos(2.0)]])
     there = placed(here.state, [[3.0, -2.0]], [2.0])
     np.testing.assert_allclose(there.world_joint_pos, here.state.world_joint_pos @ turn + [3.0, 0.0, -2.0], atol=1e-12)
-    np.testing.assert_allclose(there.lock_target, here.state.lock_target @ turn + [3.0, 0.0, -2.0], atol=1e-12)
-    np.testing.assert_allclose(there.settle_start, here.state.settle_start @ turn + [3.0, 0.0, -2.0], atol=1e-12)
-    np.testing.assert_allclose(there.lock_offset, here.state.lock_offset @ turn, atol=1e-12)
+    np.testing.assert_allclose(there.locks.target, here.state.locks.target @ turn + [3.0, 0.0, -2.0], atol=1e-12)
+    np.testing.assert_allclose(there.settle.start, here.state.settle.start @ turn + [3.0, 0.0, -2.0], atol=1e-12)
+    np.testing.assert_allclose(there.locks.offset, here.state.locks.offset @ turn, atol=1e-12)
     np.testing.assert_allclose(quat_to_yaw(there.root_rot), wrap_angle(quat_to_yaw(here.state.root_rot) + 2.0))
     # Both then go on the same way relative to their own facing.
     state_a, state_b = here.state, there
@@ -226,7 +226,7 @@ def test_a_stop_settles_both_feet_in_the_mocaps_stance_within_a_second(tmp_path)
     assert stance.max() <= 0.05
     assert not measures.floating_feet(feet, FLOOR, DT)[0].any()
     assert not measures.pose_pops(poses[::2]).any()  # at the mocap's 30 Hz
-    steps = character.state.settle_steps[0]
+    steps = character.state.settle.steps[0]
     assert 1 <= steps <= 3
 
 
@@ -309,7 +309,7 @@ def test_the_bare_network_preset_moves_the_root_by_the_networks_own_prediction(r
     expected_phase = (phase + np.clip(y["dphase"][:, 0], 0.0, 0.5) * DT * 60.0) % 1.0
     np.testing.assert_allclose(new.phase, expected_phase, atol=1e-12)
     # No locks, IK, floor or smoothing: the fed-back pose is the network's own.
-    assert not new.lock_active.any() and np.all(new.lock_weight == 0.0)
+    assert not new.locks.active.any() and np.all(new.locks.weight == 0.0)
     np.testing.assert_array_equal(new.joint_pos, y["joint_pos"])
 
 
@@ -553,9 +553,9 @@ def test_a_steady_walk_on_the_shipped_model_lifts_its_heels_instead_of_stepping_
                 state = character.tick(command_from_world_move([0.0, 1.0] if tick >= 60 else [0.0, 0.0], False,
                                                                settings), DT)
                 if tick >= 180:
-                    steps += int((state.lock_stepping[0] & ~before).sum())
+                    steps += int((state.locks.stepping[0] & ~before).sum())
                     feet.append(state.world_joint_pos[0, character.model.contact_joints].copy())
-                before = state.lock_stepping[0].copy()
+                before = state.locks.stepping[0].copy()
         finally:
             if not heel_off:
                 tick_module.place_feet = original

@@ -63,11 +63,13 @@ def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: n
     """Frame of character `index` of a batched `runtime.CharacterState` (arrays copied). `pose_only`
     leaves out the overlay data (crowd members other than the followed one); the pose (positions and
     rotations, which the skinned bodies need) is always there."""
-    overlay_fields = {"contacts", "lock_target", "lock_weight", "traj_past_pos", "traj_past_dir",
+    overlay_fields = {"contacts", "locks.target", "locks.weight", "traj_past_pos", "traj_past_dir",
                       "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir"}
 
-    def pick(name):
-        value = getattr(state, name, None)
+    def pick(name):  # a field, or a dotted path to a field of a group ("locks.target")
+        value = state
+        for part in name.split("."):
+            value = getattr(value, part, None)
         if value is None or (pose_only and name in overlay_fields):
             return None
         return np.array(value[index], np.float64)
@@ -83,8 +85,8 @@ def from_runtime_state(state, index: int, parents: np.ndarray, contact_joints: n
         offsets=offsets,
         contact_joints=None if contact_joints is None else np.asarray(contact_joints),
         contacts=pick("contacts"),
-        lock_target=pick("lock_target"),
-        lock_weight=pick("lock_weight"),
+        lock_target=pick("locks.target"),
+        lock_weight=pick("locks.weight"),
         traj_past_pos=pick("traj_past_pos"),
         traj_past_dir=pick("traj_past_dir"),
         traj_future_pos=pick("traj_future_pos"),

@@ -198,7 +198,7 @@ class Character:
                                                                             else "auto"))
         fresh = placed(self._template, old.root_pos, old.root_yaw)
         keep = ["phase", "trajectory", "traj_future_pos", "traj_future_dir", "traj_command_pos", "traj_command_dir",
-                "net_future_pos", "net_future_dir", "spring_vel", "spring_acc", "spring_yaw", "spring_yaw_vel",
+                "net_future_pos", "net_future_dir", "springs",
                 "root_vel", "root_yaw_rate", "stand", "warp"]
         if self.model.names == old_model.names:
             keep += ["joint_pos", "joint_vel", "world_joint_pos", "world_joint_rot", "pose_root_pos", "pose_root_rot"]

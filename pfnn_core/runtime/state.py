@@ -17,9 +17,10 @@ from pfnn_core.motion.kinematics import local_rotations
 from pfnn_core.runtime import settle
 from pfnn_core.runtime.guards import TickFault
 from pfnn_core.runtime.history import History
+from pfnn_core.runtime.ik import FootLocks
 from pfnn_core.runtime.pose import forward_kinematics_global
 from pfnn_core.runtime.root_motion import DriftErrors
-from pfnn_core.runtime.trajectory import facing_from_yaw
+from pfnn_core.runtime.trajectory import SpringState, facing_from_yaw
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +38,9 @@ class CharacterState:
     world_joint_pos: np.ndarray  # [B, J, 3] displayed, after foot locking
     world_joint_rot: np.ndarray  # [B, J, 4] displayed global rotations
     contacts: np.ndarray  # [B, 4] network contact outputs 0..1 (Foot_L, Toes_L, Foot_R, Toes_R)
-    lock_target: np.ndarray  # [B, 4, 3] world pin of each contact joint (while released: where it is shown)
-    lock_weight: np.ndarray  # [B, 4] 1 = pinned; while released what is left of the release fade (1 -> 0)
-    lock_active: np.ndarray  # [B, 4] bool: pin held vs released
-    lock_offset: np.ndarray  # [B, 4, 3] world offset of a released joint from the network's joint (fades out)
-    lock_stepping: np.ndarray  # [B, 4] bool: released into a catch-up step (`ik.update_lock`)
+    locks: FootLocks  # [B, 4, ...] each contact joint's pin: world target, weight, held, offset, catch-up step
     swing_lift: np.ndarray  # [B, 2] m: how far each foot is held up in its swing (`feet.place_feet`)
-    settle_active: np.ndarray  # [B] bool: settling after a stop (`settle.py`)
-    settle_foot: np.ndarray  # [B] int: the foot in a settling step (-1 none, 0 left, 1 right)
-    settle_progress: np.ndarray  # [B] progress of that step, 0..1
-    settle_start: np.ndarray  # [B, 2, 3] world: where the stepping foot's (ankle, toe) started
-    settle_steps: np.ndarray  # [B] int: settling steps taken since the stop
+    settle: settle.SettleState  # [B, ...] the settling steps after a stop (`settle.py`)
     trajectory: History  # [B, 61, 9] world root position, facing, gait (stand/walk/run); last 1 s, newest last
     traj_future_pos: np.ndarray  # [B, 6, 3] world, blended trajectory the network was conditioned on
     traj_future_dir: np.ndarray  # [B, 6, 3]
@@ -57,10 +50,7 @@ class CharacterState:
     pose_root_rot: np.ndarray  # [B, 4]
     net_future_pos: np.ndarray  # [B, 6, 3] world, the network's own last prediction
     net_future_dir: np.ndarray  # [B, 6, 3]
-    spring_vel: np.ndarray  # [B, 2] commanded velocity (x, z) after the spring, m/s
-    spring_acc: np.ndarray  # [B, 2]
-    spring_yaw: np.ndarray  # [B] commanded facing after the spring, rad
-    spring_yaw_vel: np.ndarray  # [B] rad/s
+    springs: SpringState  # [B, ...] the command springs: velocity (x, z) and facing after the spring
     drift: DriftErrors  # errors to the command, for drift correction
     root_vel: np.ndarray  # [B, 2] world root velocity applied this tick, m/s
     root_yaw_rate: np.ndarray  # [B] rad/s applied this tick
@@ -113,11 +103,6 @@ def _batched(values, batch: int, width: int, default: float = 0.0) -> np.ndarray
     return np.broadcast_to(np.asarray(values, dtype=float).reshape(-1, width), (batch, width)).copy()
 
 
-def _settle_fields(state: settle.SettleState) -> dict:
-    return {"settle_active": state.active, "settle_foot": state.foot, "settle_progress": state.progress,
-            "settle_start": state.start, "settle_steps": state.steps}
-
-
 def initial_state(model: MotionModel, batch: int = 1, positions=None, yaws=None, style=None) -> CharacterState:
     """B characters standing in the training set's mean pose at `positions` ([B, 2] x, z or [B, 3])
     facing `yaws` ([B] rad, 0 = +Z)."""
@@ -145,17 +130,17 @@ def initial_state(model: MotionModel, batch: int = 1, positions=None, yaws=None,
     return CharacterState(
         root_pos=root_pos, root_rot=root_rot, phase=np.zeros(batch),
         joint_pos=joint_pos, joint_vel=joint_vel, world_joint_pos=world_pos, world_joint_rot=world_rot,
-        contacts=np.zeros((batch, feet)), lock_target=world_pos[:, model.contact_joints].copy(),
-        lock_weight=np.zeros((batch, feet)), lock_active=np.zeros((batch, feet), dtype=bool),
-        lock_offset=np.zeros((batch, feet, 3)), lock_stepping=np.zeros((batch, feet), dtype=bool),
-        swing_lift=np.zeros((batch, feet // 2)), **_settle_fields(settle.idle_state(batch)),
+        contacts=np.zeros((batch, feet)),
+        locks=FootLocks(world_pos[:, model.contact_joints].copy(), np.zeros((batch, feet)), np.zeros((batch, feet), bool),
+                        np.zeros((batch, feet, 3)), np.zeros((batch, feet), bool)),
+        swing_lift=np.zeros((batch, feet // 2)), settle=settle.idle_state(batch),
         trajectory=History.filled(np.concatenate([root_pos, facing, stand_gait], axis=-1), HISTORY_LENGTH),
         traj_future_pos=repeat(root_pos, future), traj_future_dir=repeat(facing, future),
         traj_command_pos=repeat(root_pos, future), traj_command_dir=repeat(facing, future),
         pose_root_pos=root_pos.copy(), pose_root_rot=root_rot.copy(),
         net_future_pos=repeat(root_pos, future), net_future_dir=repeat(facing, future),
-        spring_vel=np.zeros((batch, 2)), spring_acc=np.zeros((batch, 2)),
-        spring_yaw=yaw.copy(), spring_yaw_vel=np.zeros(batch), drift=DriftErrors.empty(batch),
+        springs=SpringState(np.zeros((batch, 2)), np.zeros((batch, 2)), yaw.copy(), np.zeros(batch)),
+        drift=DriftErrors.empty(batch),
         root_vel=np.zeros((batch, 2)), root_yaw_rate=np.zeros(batch), stand=np.ones(batch), warp=np.ones(batch),
         style=model.default_style(batch) if style is None else np.broadcast_to(style, (batch, model.num_styles)).copy(),
         model_state=model.initial_model_state(batch),
@@ -190,24 +175,25 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
         return turned[..., [0, 2]]
 
     window = state.trajectory.window[index]
+    locks, stop, springs = state.locks, state.settle, state.springs
     history = History.from_window(np.concatenate([yaw_rotate(yaws, window[..., 0:3]) + shift[:, None],
                                                   yaw_rotate(yaws, window[..., 3:6]), window[..., 6:9]], axis=-1))
     return dataclasses.replace(
         state, root_pos=point(state.root_pos[:, None])[:, 0], root_rot=rotation(state.root_rot[:, None])[:, 0],
         phase=state.phase[index].copy(), joint_pos=state.joint_pos[index].copy(), joint_vel=state.joint_vel[index].copy(),
         world_joint_pos=point(state.world_joint_pos), world_joint_rot=rotation(state.world_joint_rot),
-        contacts=state.contacts[index].copy(), lock_target=point(state.lock_target),
-        lock_weight=state.lock_weight[index].copy(), lock_active=state.lock_active[index].copy(),
-        lock_offset=vector(state.lock_offset), lock_stepping=state.lock_stepping[index].copy(),
-        swing_lift=state.swing_lift[index].copy(), settle_active=state.settle_active[index].copy(),
-        settle_foot=state.settle_foot[index].copy(), settle_progress=state.settle_progress[index].copy(),
-        settle_start=point(state.settle_start), settle_steps=state.settle_steps[index].copy(), trajectory=history,
+        contacts=state.contacts[index].copy(),
+        locks=FootLocks(point(locks.target), locks.weight[index].copy(), locks.active[index].copy(), vector(locks.offset),
+                        locks.stepping[index].copy()),
+        swing_lift=state.swing_lift[index].copy(),
+        settle=settle.SettleState(stop.active[index].copy(), stop.foot[index].copy(), stop.progress[index].copy(),
+                                  point(stop.start), stop.steps[index].copy()), trajectory=history,
         traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),
         traj_command_pos=point(state.traj_command_pos), traj_command_dir=vector(state.traj_command_dir),
         pose_root_pos=point(state.pose_root_pos[:, None])[:, 0], pose_root_rot=rotation(state.pose_root_rot[:, None])[:, 0],
         net_future_pos=point(state.net_future_pos), net_future_dir=vector(state.net_future_dir),
-        spring_vel=planar(state.spring_vel), spring_acc=planar(state.spring_acc),
-        spring_yaw=wrap_angle(state.spring_yaw[index] + yaws), spring_yaw_vel=state.spring_yaw_vel[index].copy(),
+        springs=SpringState(planar(springs.velocity), planar(springs.acceleration),
+                            wrap_angle(springs.yaw[index] + yaws), springs.yaw_velocity[index].copy()),
         drift=DriftErrors.empty(batch), root_vel=planar(state.root_vel), root_yaw_rate=state.root_yaw_rate[index].copy(),
         stand=state.stand[index].copy(), warp=state.warp[index].copy(), style=state.style[index].copy(),
         model_state={name: values[index].copy() for name, values in state.model_state.items()}, fault=None)
@@ -216,26 +202,29 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
 def replace_characters(state: CharacterState, index, other: CharacterState) -> CharacterState:
     """A copy of `state` whose characters `index` [n] are `other`'s n characters."""
     index = np.asarray(index)
-    changes = {}
-    for f in dataclasses.fields(state):
-        value, replacement = getattr(state, f.name), getattr(other, f.name)
-        if isinstance(value, np.ndarray):
-            value = value.copy()
-            value[index] = replacement
-            changes[f.name] = value
-        elif isinstance(value, History):
-            changes[f.name] = value.replace(index, replacement)
-        elif isinstance(value, DriftErrors):
-            changes[f.name] = DriftErrors(value.sums.replace(index, replacement.sums), value.count)
-        elif f.name == "model_state":
-            changes[f.name] = {name: _replaced(values, index, replacement[name]) for name, values in value.items()}
+    changes = {f.name: _replaced(getattr(state, f.name), index, getattr(other, f.name))
+               for f in dataclasses.fields(state) if f.name not in ("ticks", "timings", "fault")}
     return dataclasses.replace(state, fault=None, **changes)
 
 
-def _replaced(values: np.ndarray, index, replacement) -> np.ndarray:
-    values = values.copy()
-    values[index] = replacement
-    return values
+def _replaced(value, index, replacement):
+    """`value` (an array, or a group of them) with rows `index` from `replacement`."""
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value[index] = replacement
+        return value
+    if isinstance(value, History):
+        return value.replace(index, replacement)
+    if isinstance(value, DriftErrors):
+        return DriftErrors(value.sums.replace(index, replacement.sums), value.count)
+    if isinstance(value, dict):
+        return {name: _replaced(values, index, replacement[name]) for name, values in value.items()}
+    if isinstance(value, tuple):  # FootLocks, SettleState
+        return type(value)(*(_replaced(v, index, r) for v, r in zip(value, replacement)))
+    if dataclasses.is_dataclass(value):  # SpringState
+        return type(value)(**{f.name: _replaced(getattr(value, f.name), index, getattr(replacement, f.name))
+                              for f in dataclasses.fields(value)})
+    return value
 
 
 def local_pose(state: CharacterState, skeleton: dict, characters=slice(None)) -> tuple[np.ndarray, np.ndarray]:

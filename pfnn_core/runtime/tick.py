@@ -21,17 +21,14 @@ import numpy as np
 
 from pfnn_core.math.quat import quat_from_yaw
 from pfnn_core.models.base import ModelInput, MotionModel
-from pfnn_core.runtime import settle
 from pfnn_core.runtime.command import Command, CommandBatch
 from pfnn_core.runtime.feet import Settling, place_feet
 from pfnn_core.runtime.guards import check_tick
-from pfnn_core.runtime.ik import FootLocks
 from pfnn_core.runtime.pose import pose_from_prediction
 from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion
 from pfnn_core.runtime.settings import RuntimeSettings
-from pfnn_core.runtime.state import CharacterState, _settle_fields, yaw_of
+from pfnn_core.runtime.state import CharacterState, yaw_of
 from pfnn_core.runtime.trajectory import (
-    SpringState,
     facing_from_yaw,
     network_trajectory,
     plan_trajectory,
@@ -65,8 +62,7 @@ def settling_stage(state: CharacterState, released, trajectory, settings: Runtim
     by the spring's remaining travel."""
     settling = released & bool(settings.settle_steps and settings.foot_locking and model.stance is not None)
     springs = trajectory.springs
-    return Settling(settling, settle.SettleState(state.settle_active, state.settle_foot, state.settle_progress,
-                                                 state.settle_start, state.settle_steps),
+    return Settling(settling, state.settle,
                     remaining_travel(springs.velocity, springs.acceleration, settings.traj_halflife_pos), model.stance)
 
 
@@ -77,7 +73,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     commands = CommandBatch.of(command, state.batch_size)
     root_yaw = state.root_yaw
     trajectory = plan_trajectory(
-        SpringState(state.spring_vel, state.spring_acc, state.spring_yaw, state.spring_yaw_vel),
+        state.springs,
         commands.desired_velocity, commands.facing, commands.strafe, state.root_pos, state.net_future_pos,
         state.net_future_dir, settings, dt, model.future_times, model.blend_weights)
     pushed = commands.desired_velocity.any(axis=1)
@@ -94,8 +90,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     settling = settling_stage(state, ~pushed, trajectory, settings, model)
     walking = trajectory.gait[:, :, 2].max(axis=1) < 0.5
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
-                      FootLocks(state.lock_target, state.lock_weight, state.lock_active, state.lock_offset,
-                                state.lock_stepping), settings,
+                      state.locks, settings,
                       model.floor_heights, dt, model.plan, settling, shown_before=state.world_joint_pos,
                       swing_lift=state.swing_lift,
                       heel_off=walking & ~commands.strafe)
@@ -112,22 +107,18 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     fault = check_tick(y, pose.fed_back, joint_vel, motion.speed, feet.extent, model.limits)
     net_future_pos, net_future_dir = network_trajectory(out["future_pos"], out["future_dir"], state.root_pos, root_yaw,
                                                         trajectory.warp, trajectory.command_dir)
-    springs = trajectory.springs
     return CharacterState(
         root_pos=motion.position, root_rot=quat_from_yaw(motion.yaw), phase=phase,
         joint_pos=pose.fed_back, joint_vel=joint_vel,
         world_joint_pos=feet.positions, world_joint_rot=feet.rotations, contacts=contacts,
-        lock_target=feet.locks.target, lock_weight=feet.locks.weight, lock_active=feet.locks.active,
-        lock_offset=feet.locks.offset, lock_stepping=feet.locks.stepping, swing_lift=feet.swing_lift,
-        **_settle_fields(feet.settle),
+        locks=feet.locks, swing_lift=feet.swing_lift, settle=feet.settle,
         trajectory=state.trajectory.append(np.concatenate([motion.position, facing_from_yaw(motion.yaw),
                                                            trajectory.gait[:, 0]], axis=-1)),
         traj_future_pos=trajectory.future_pos, traj_future_dir=trajectory.future_dir,
         traj_command_pos=trajectory.command_pos, traj_command_dir=trajectory.command_dir,
         pose_root_pos=state.root_pos, pose_root_rot=state.root_rot,
         net_future_pos=net_future_pos, net_future_dir=net_future_dir,
-        spring_vel=springs.velocity, spring_acc=springs.acceleration, spring_yaw=springs.yaw,
-        spring_yaw_vel=springs.yaw_velocity, drift=motion.drift, root_vel=motion.velocity,
+        springs=trajectory.springs, drift=motion.drift, root_vel=motion.velocity,
         root_yaw_rate=motion.yaw_rate, stand=motion.stand, warp=trajectory.warp, style=state.style,
         model_state=output.state,
         ticks=state.ticks + 1, fault=fault,
