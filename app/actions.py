@@ -153,7 +153,7 @@ def escape(state) -> None:
     if state.confirm_quit:
         state.confirm_quit = False
     elif state.browser.open:
-        state.browser.open = False
+        state.browser.escape()  # the "Recent folders" list alone when it is open
     elif state.show_help:
         state.show_help = False
 

@@ -223,3 +223,62 @@ def test_strafe_by_default_from_the_view_section_faces_the_camera_direction(stee
     moved = steering.cur_frames[0].root_pos[[0, 2]] - start
     assert np.dot(moved / np.linalg.norm(moved), right) > 0.9
     assert _degrees(_facing(steering), forward) < 20
+
+
+# ---- fault 11: the file browser's places, its Recent list and Escape, sizes and dates ------------
+
+def _open_model_browser(viewer):
+    from conftest import click_widget
+
+    viewer.state.model.load_path = ""
+    viewer.state.open_sections = ("Model",)
+    viewer.run_frames(2)
+    click_widget(viewer, "model_browse")
+    viewer.run_frames(2)
+    assert viewer.state.browser.open
+
+
+def test_escape_in_the_recent_folders_list_closes_only_that_list(ui, folders):
+    from conftest import click_widget
+
+    ui.state.recent.remember("checkpoint", folders["work"])
+    _open_model_browser(ui)
+    click_widget(ui, "browser_recent")
+    assert ui.state.browser.recent_open
+    _press(ui, key.ESCAPE, frames=2)
+    assert ui.state.browser.open and not ui.state.browser.recent_open
+    _press(ui, key.ESCAPE, frames=2)  # the next Escape closes the browser
+    assert not ui.state.browser.open
+
+
+def test_the_browser_offers_the_shipped_models(ui):
+    from conftest import click_widget
+
+    from app.paths import DEFAULT_MODEL
+
+    _open_model_browser(ui)
+    click_widget(ui, "browser_shipped")
+    browser = ui.state.browser
+    assert browser.folder == str(DEFAULT_MODEL.parent)
+    ui.run_frames(1)
+    assert DEFAULT_MODEL.name in [entry.name for entry in browser.entries]
+    _press(ui, key.ESCAPE, frames=1)
+    assert not browser.open
+
+
+def test_the_listing_has_each_files_size_and_date(tmp_path):
+    import os
+    import time
+
+    from app.ui.file_browser import date_text, list_folder, size_text
+
+    (tmp_path / "clips").mkdir()
+    take = tmp_path / "take.bvh"
+    take.write_bytes(b"x" * 18432)
+    os.utime(take, (1_700_000_000, 1_700_000_000))
+    folder, entry = list_folder(tmp_path, "bvh")
+    assert folder.is_dir and entry.name == "take.bvh"
+    assert entry.size == 18432 and entry.modified == 1_700_000_000
+    assert (size_text(812), size_text(18432), size_text(int(9.9 * 1024 ** 2))) == ("812 B", "18.0 KB", "9.9 MB")
+    noon = time.mktime((2026, 3, 4, 12, 0, 0, 0, 0, -1))
+    assert date_text(noon - 3600, noon) == "11:00" and date_text(noon - 3 * 86400, noon) == "2026-03-01"

@@ -1,17 +1,21 @@
 """A file browser drawn inside the viewer (no desktop file dialog needed, works headless), and the
 small JSON file that remembers the folders last used (`recent.json` in `app.paths.config_dir()`).
 
-`BrowserState` is what the window edits; `list_folder` is the pure listing it shows; `browser_window`
-draws it and returns the chosen path once the user confirms.
+`BrowserState` is what the window edits; `list_folder` is the pure listing it shows (with sizes and
+dates); `browser_window` draws it and returns the chosen path once the user confirms. Its places: up,
+home, the work folder, the shipped models (`assets/models/`) or clips (`assets/bvh/`) for the fields that
+take them, and the recent folders (a list Escape closes on its own).
 """
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from imgui_bundle import imgui
 
+from app import paths
 from app.ui.theme import DIM_COLOUR, ERROR_COLOUR
 from pfnn_core.motion.bvh import is_bvh_path
 
@@ -36,11 +40,35 @@ def shows_file(name: str, kind: str) -> bool:
     return True
 
 
+# Places for the fields of a kind: (button, folder)
+SHIPPED_PLACES = {"checkpoint": ("Shipped models", paths.REPOSITORY / "assets" / "models"),
+                  "bvh": ("Bundled clips", paths.BUNDLED_BVH), "folder": ("Bundled clips", paths.BUNDLED_BVH)}
+
+
 @dataclass(frozen=True)
 class Entry:
     name: str
     path: str
     is_dir: bool
+    size: int = 0  # bytes (files)
+    modified: float = 0.0  # seconds since the epoch
+
+
+def size_text(size: int) -> str:
+    """'812 B', '18.0 KB', '9.9 MB', '1.2 GB' (powers of 1024, as file managers show them)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return ""
+
+
+def date_text(modified: float, now: float | None = None) -> str:
+    """The time of day for today's files, else the date."""
+    now = time.time() if now is None else now
+    local, today = time.localtime(modified), time.localtime(now)
+    same_day = local[:3] == today[:3]
+    return time.strftime("%H:%M" if same_day else "%Y-%m-%d", local)
 
 
 def list_folder(folder, kind: str) -> list[Entry]:
@@ -53,12 +81,13 @@ def list_folder(folder, kind: str) -> list[Entry]:
                 continue
             try:
                 is_dir = item.is_dir()
+                stat = item.stat()
             except OSError:
                 continue
             if is_dir:
-                folders.append(Entry(item.name, item.path, True))
+                folders.append(Entry(item.name, item.path, True, 0, stat.st_mtime))
             elif shows_file(item.name, kind):
-                files.append(Entry(item.name, item.path, False))
+                files.append(Entry(item.name, item.path, False, stat.st_size, stat.st_mtime))
     order = lambda entry: entry.name.lower()  # noqa: E731
     return sorted(folders, key=order) + sorted(files, key=order)
 
@@ -102,6 +131,15 @@ class BrowserState:
     error: str = ""
     entries: list = field(default_factory=list)  # listing of `listed`
     listed: str = ""  # the folder `entries` was read from ("" = read again)
+    recent_open: bool = False  # the "Recent folders" list is open (last frame)
+    close_recent: bool = False  # close that list on the next frame
+
+    def escape(self) -> None:
+        """Escape closes the "Recent folders" list when it is open, else the browser."""
+        if self.recent_open:
+            self.close_recent = True
+        else:
+            self.open = False
 
 
 def open_browser(browser: BrowserState, field_name: str, kind: str, save: bool, current: Path,
@@ -154,7 +192,7 @@ def chosen_path(browser: BrowserState) -> tuple[str | None, str]:
 def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path, display_size,
                    rects: dict | None = None) -> str | None:
     """Draw the browser when open; returns the chosen path on the frame the user confirms. `rects`
-    receives the screen rectangle of the confirm button."""
+    receives the screen rectangles of the confirm button and the places."""
     if not browser.open:
         return None
     _refresh(browser)
@@ -164,7 +202,7 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
                               imgui.ImVec2(0.5, 0.5))
     title = ("Save as " if browser.save else "Choose a ") + KIND_TITLES.get(browser.kind, "file")
     _, still_open = imgui.begin(f"{title}###file_browser", True, imgui.WindowFlags_.no_collapse)
-    _navigation(browser, recent, work_dir)
+    _navigation(browser, recent, work_dir, rects if rects is not None else {})
     chosen = _entries(browser)
     confirmed, cancelled = _confirm_row(browser, rects)
     chosen = confirmed or chosen
@@ -177,8 +215,14 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
     return None
 
 
-def _navigation(browser: BrowserState, recent: RecentFolders, work_dir: Path) -> None:
-    """Up, Home, the work folder, the recent folders and the folder typed."""
+def _rect(rects: dict, name: str) -> None:
+    low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+    rects[name] = (low.x, low.y, high.x, high.y)
+
+
+def _navigation(browser: BrowserState, recent: RecentFolders, work_dir: Path, rects: dict) -> None:
+    """Up, Home, the work folder, the shipped files of the field's kind, the recent folders and the folder
+    typed (`rects` receives the places' screen rectangles)."""
     if imgui.button("Up"):
         _go(browser, Path(browser.folder).parent)
     imgui.same_line()
@@ -188,15 +232,29 @@ def _navigation(browser: BrowserState, recent: RecentFolders, work_dir: Path) ->
     if imgui.button("Work folder"):
         work_dir.mkdir(parents=True, exist_ok=True)
         _go(browser, work_dir)
+    if browser.kind in SHIPPED_PLACES:
+        label, folder = SHIPPED_PLACES[browser.kind]
+        imgui.same_line()
+        if imgui.button(label):
+            _go(browser, folder)
+        _rect(rects, "browser_shipped")
+        if imgui.is_item_hovered():
+            imgui.set_tooltip(str(folder))
     imgui.same_line()
     imgui.set_next_item_width(-1)
-    if imgui.begin_combo("##recent", "Recent folders", imgui.ComboFlags_.height_large):
+    browser.recent_open = imgui.begin_combo("##recent", "Recent folders", imgui.ComboFlags_.height_large)
+    if browser.recent_open:
+        if browser.close_recent:
+            imgui.close_current_popup()
         for folder in recent.recent:
             if imgui.selectable(folder, False)[0]:
                 _go(browser, folder)
         if not recent.recent:
             imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "none yet")
         imgui.end_combo()
+    else:
+        _rect(rects, "browser_recent")  # the closed list's box (an open one's popup is the last item)
+    browser.close_recent = False
     imgui.set_next_item_width(-1)
     entered, typed = imgui.input_text("##folder", browser.folder, imgui.InputTextFlags_.enter_returns_true)
     if entered:
@@ -204,29 +262,46 @@ def _navigation(browser: BrowserState, recent: RecentFolders, work_dir: Path) ->
 
 
 def _entries(browser: BrowserState) -> str | None:
-    """The folder's listing (a click on a folder opens it, on a file selects it); the path of a file
-    double-clicked, else None."""
+    """The folder's listing with sizes and dates (a click on a folder opens it, on a file selects it); the
+    path of a file double-clicked, else None."""
     chosen = None
     footer = imgui.get_frame_height_with_spacing() * (3 if browser.kind != "folder" else 2) + 8
     imgui.begin_child("##entries", imgui.ImVec2(0, -footer), imgui.ChildFlags_.borders)
-    for entry in browser.entries:
-        if entry.is_dir:
-            clicked, _ = imgui.selectable(f"[{entry.name}]", False, imgui.SelectableFlags_.allow_double_click)
-            if clicked:
-                _go(browser, entry.path)
-        elif browser.kind == "folder":
-            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), entry.name)
-        else:
-            clicked, _ = imgui.selectable(entry.name, entry.name == browser.name,
-                                          imgui.SelectableFlags_.allow_double_click)
-            if clicked:
-                browser.name = entry.name
-                if imgui.is_mouse_double_clicked(0):
-                    chosen = chosen_path(browser)[0]
+    flags = imgui.TableFlags_.sizing_fixed_fit | imgui.TableFlags_.row_bg
+    if browser.entries and imgui.begin_table("##listing", 3, flags):
+        imgui.table_setup_column("Name", imgui.TableColumnFlags_.width_stretch)
+        imgui.table_setup_column("Size", imgui.TableColumnFlags_.width_fixed, 70)
+        imgui.table_setup_column("Modified", imgui.TableColumnFlags_.width_fixed, 80)
+        imgui.table_headers_row()
+        now = time.time()
+        for entry in browser.entries:
+            imgui.table_next_row()
+            imgui.table_set_column_index(0)
+            chosen = _entry_name(browser, entry) or chosen
+            imgui.table_set_column_index(1)
+            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "" if entry.is_dir else size_text(entry.size))
+            imgui.table_set_column_index(2)
+            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), date_text(entry.modified, now))
+        imgui.end_table()
     if not browser.entries:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "(empty)")
     imgui.end_child()
     return chosen
+
+
+def _entry_name(browser: BrowserState, entry: Entry) -> str | None:
+    """One entry's name cell; the path of a file double-clicked, else None."""
+    flags = imgui.SelectableFlags_.allow_double_click | imgui.SelectableFlags_.span_all_columns
+    if entry.is_dir:
+        if imgui.selectable(f"[{entry.name}]", False, flags)[0]:
+            _go(browser, entry.path)
+    elif browser.kind == "folder":
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), entry.name)
+    elif imgui.selectable(entry.name, entry.name == browser.name, flags)[0]:
+        browser.name = entry.name
+        if imgui.is_mouse_double_clicked(0):
+            return chosen_path(browser)[0]
+    return None
 
 
 def _confirm_row(browser: BrowserState, rects: dict | None) -> tuple[str | None, bool]:
