@@ -282,3 +282,100 @@ def test_the_listing_has_each_files_size_and_date(tmp_path):
     assert (size_text(812), size_text(18432), size_text(int(9.9 * 1024 ** 2))) == ("812 B", "18.0 KB", "9.9 MB")
     noon = time.mktime((2026, 3, 4, 12, 0, 0, 0, 0, -1))
     assert date_text(noon - 3600, noon) == "11:00" and date_text(noon - 3 * 86400, noon) == "2026-03-01"
+
+
+# ---- the panel: fitted to small windows, resized, folded, remembered; it says it takes the keys ------
+
+def _panel_share(viewer):
+    x0, _, x1, _ = viewer.state.field_rects["panel"]
+    return (x1 - x0 + 12) / viewer.window.get_size()[0]
+
+
+def test_the_panel_leaves_most_of_a_small_window_to_the_view(ui, walk_motion, tmp_path, monkeypatch):
+    from app.viewer import Viewer
+
+    ui.state.open_sections = ("Model", "Style", "View")
+    ui.run_frames(2)
+    assert _panel_share(ui) < 0.4  # 1024 x 600
+    x0, y0, x1, y1 = ui.state.field_rects["panel"]
+    assert x1 <= WIDTH and y1 <= HEIGHT
+    monkeypatch.setenv("PFNN_VIEWER_CONFIG", str(tmp_path / "config"))  # no layout remembered
+    small = Viewer(800, 500, model_path=make_random_checkpoint(walk_motion, tmp_path / "small.safetensors"),
+                   visible=False, vsync=False)
+    try:
+        small.run_frames(3)
+        assert _panel_share(small) < 0.4  # it covered 55% of it at 430 px
+        x0, _, x1, _ = small.state.field_rects["panel"]
+        assert small.camera.lens_shift == pytest.approx(-(x1 - x0 + 12) / 800)  # the character beside it
+    finally:
+        small.close()
+
+
+def test_dragging_the_panels_edge_resizes_it_and_the_layout_survives_a_restart(ui, folders):
+    from app.ui.panel_layout import PanelLayout
+    from app.ui.state import ViewerState
+
+    ui.run_frames(2)
+    before = ui.state.field_rects["panel"]
+    x0, y0, x1, y1 = ui.state.field_rects["panel_grip"]
+    x, y = (x0 + x1) / 2, HEIGHT - (y0 + y1) / 2
+    _mouse_to(ui, x, y)
+    ui.window.dispatch_event("on_mouse_press", x, y, mouse.LEFT, 0)
+    ui.run_frames(1)
+    for _ in range(6):
+        x -= 10
+        ui.window.dispatch_event("on_mouse_drag", x, y, -10, 0, mouse.LEFT, 0)
+        ui.run_frames(1)
+    ui.window.dispatch_event("on_mouse_release", x, y, mouse.LEFT, 0)
+    ui.run_frames(2)
+    after = ui.state.field_rects["panel"]
+    assert after[2] == pytest.approx(before[2])  # the right edge stays by the window's
+    assert (after[2] - after[0]) - (before[2] - before[0]) == pytest.approx(60, abs=1)
+    ui.state.open_sections = ("Time", "Record")
+    ui.run_frames(1)
+    saved = PanelLayout.load(folders["config"] / "panel.json").saved
+    assert saved["width"] == pytest.approx(after[2] - after[0], abs=1) and saved["open_sections"] == ["Time", "Record"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PFNN_VIEWER_CONFIG", str(folders["config"]))
+        restarted = ViewerState()
+    assert restarted.panel_width == pytest.approx(after[2] - after[0], abs=1)
+    assert restarted.open_sections == ("Time", "Record") and not restarted.panel_collapsed
+    ui.state.panel_width = 0.0
+
+
+def test_the_panel_folds_to_its_title_bar_and_the_view_takes_the_window(ui, folders):
+    from app.ui.panel_layout import PanelLayout
+
+    ui.run_frames(2)
+    x0, y0, x1, _ = ui.state.field_rects["panel"]
+    title = ((x0 + x1) / 2, HEIGHT - (y0 + 10))
+    _mouse_to(ui, *title)
+    for _ in range(2):  # a double click on the title bar folds it (so does its arrow)
+        ui.window.dispatch_event("on_mouse_press", *title, mouse.LEFT, 0)
+        ui.run_frames(1)
+        ui.window.dispatch_event("on_mouse_release", *title, mouse.LEFT, 0)
+        ui.run_frames(1)
+    ui.run_frames(2)
+    try:
+        assert ui.state.panel_collapsed and ui.camera.lens_shift == 0.0
+        _, y0, _, y1 = ui.state.field_rects["panel"]
+        assert y1 - y0 < 40
+        _mouse_to(ui, *VIEW_POINT)
+        assert PanelLayout.load(folders["config"] / "panel.json").saved["collapsed"] is True
+    finally:
+        ui.state.panel_collapsed = False
+        ui.run_frames(2)
+
+
+def test_a_hint_beside_the_panel_says_keys_go_to_it_while_the_mouse_is_over_it(ui):
+    assert "keys_hint" not in ui.state.field_rects  # the mouse is over the view
+    x0, y0, x1, y1 = ui.state.field_rects["panel"]
+    _mouse_to(ui, (x0 + x1) / 2, HEIGHT - (y0 + y1) / 2)
+    ui.run_frames(1)
+    hint = ui.state.field_rects["keys_hint"]
+    assert hint[2] < x0 and hint[3] <= HEIGHT  # beside the panel, over the view, inside the window
+    shown = ui.state.overlays["trajectory"]
+    _press(ui, key.T, frames=1)  # and indeed: T does not toggle the trajectory there
+    assert ui.state.overlays["trajectory"] == shown
+    _mouse_to(ui, *VIEW_POINT)
+    assert "keys_hint" not in ui.state.field_rects

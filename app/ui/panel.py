@@ -85,7 +85,7 @@ def fitted_width(display_width: float) -> float:
 def panel_width(state, display_width: float) -> float:
     """The panel's width now: as dragged (`state.panel_width`, 0 = fitted), within what the window allows."""
     widest = max(MIN_PANEL_WIDTH, WIDEST_SHARE * display_width)
-    return float(min(widest, max(MIN_PANEL_WIDTH, state.panel_width or fitted_width(display_width))))
+    return float(round(min(widest, max(MIN_PANEL_WIDTH, state.panel_width or fitted_width(display_width)))))
 
 
 def covered_width(state, display_width: float) -> float:
@@ -102,10 +102,13 @@ def panel(state, display_size) -> None:
     imgui.set_next_window_collapsed(state.panel_collapsed, imgui.Cond_.always)  # `panel_collapsed` is the truth
     imgui.begin("PFNN viewer", None, imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize)
     state.panel_collapsed = imgui.is_window_collapsed()
+    low, size = imgui.get_window_pos(), imgui.get_window_size()
+    state.field_rects["panel"] = (low.x, low.y, low.x + size.x, low.y + size.y)
+    state.field_rects.pop("keys_hint", None)
     if not state.panel_collapsed:
         panel_sections(state)
         if imgui.is_window_hovered(imgui.HoveredFlags_.root_and_child_windows):
-            keys_hint(display_size, width)
+            state.field_rects["keys_hint"] = keys_hint(display_size, width)
     imgui.end()
     if not state.panel_collapsed:
         resize_grip(state, display_size, width)
@@ -131,8 +134,9 @@ def panel_sections(state) -> None:
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), messages.one_line(message, 60))
 
 
-def keys_hint(display_size, width: float) -> None:
-    """While the mouse is over the panel the keys go to it, not to the character: said beside the panel."""
+def keys_hint(display_size, width: float) -> tuple:
+    """While the mouse is over the panel the keys go to it, not to the character: said beside the panel
+    (returns where)."""
     text = KEYS_HINT
     size = imgui.calc_text_size(text)
     x = display_size[0] - width - PANEL_MARGIN - size.x - 20
@@ -141,6 +145,7 @@ def keys_hint(display_size, width: float) -> None:
     draw.add_rect_filled(imgui.ImVec2(x - 8, y - 4), imgui.ImVec2(x + size.x + 8, y + size.y + 4),
                          imgui.color_convert_float4_to_u32(imgui.ImVec4(0.09, 0.10, 0.13, 0.85)), 5.0)
     draw.add_text(imgui.ImVec2(x, y), imgui.color_convert_float4_to_u32(imgui.ImVec4(*DIM_COLOUR)), text)
+    return x - 8, y - 4, x + size.x + 8, y + size.y + 4
 
 
 def resize_grip(state, display_size, width: float) -> None:
@@ -156,7 +161,7 @@ def resize_grip(state, display_size, width: float) -> None:
     imgui.invisible_button("##grip", imgui.get_content_region_avail())
     remember_rect(state, "panel_grip")
     if imgui.is_item_active():
-        dragged = width - imgui.get_io().mouse_delta.x
+        dragged = round(width - imgui.get_io().mouse_delta.x)
         state.panel_width = min(max(MIN_PANEL_WIDTH, dragged), max(MIN_PANEL_WIDTH, WIDEST_SHARE * display_size[0]))
     if imgui.is_item_hovered() or imgui.is_item_active():
         imgui.set_mouse_cursor(imgui.MouseCursor_.resize_ew)
