@@ -379,3 +379,29 @@ def test_a_hint_beside_the_panel_says_keys_go_to_it_while_the_mouse_is_over_it(u
     assert ui.state.overlays["trajectory"] == shown
     _mouse_to(ui, *VIEW_POINT)
     assert "keys_hint" not in ui.state.field_rects
+
+
+# ---- the help and the View section explain the overlays in the colours they are drawn with ---------
+
+def test_every_overlay_has_a_legend_in_colours_its_builder_draws():
+    from app.render.overlays import OVERLAY_BUILDERS
+    from app.render.scene import SceneFrame
+    from app.ui.legend import LEGEND
+    from app.ui.sections.view import OVERLAY_TOGGLES
+
+    ahead = np.stack([np.zeros(6), np.zeros(6), np.linspace(0.2, 1.2, 6)], -1)
+    frame = SceneFrame(
+        joint_pos=np.array([[0, 0.9, 0], [0.1, 0.1, 0], [0.1, 0.0, 0.1], [-0.1, 0.1, 0], [-0.1, 0.0, 0.1]]),
+        parents=np.array([-1, 0, 1, 0, 3]), root_pos=np.zeros(3), root_dir=np.array([0, 0, 1.0]), phase=0.3,
+        joint_rot=np.tile([1.0, 0, 0, 0], (5, 1)), contact_joints=np.array([1, 2, 3, 4]),
+        contacts=np.array([1.0, 1.0, 0.0, 0.0]), lock_target=np.zeros((4, 3)), lock_weight=np.array([1.0, 1, 0, 0]),
+        traj_past_pos=np.zeros((61, 3)), traj_past_dir=np.tile([0, 0, 1.0], (61, 1)), traj_future_pos=ahead,
+        traj_future_dir=np.tile([0, 0, 1.0], (6, 1)), traj_command_pos=ahead + [0.3, 0, 0],
+        traj_command_dir=np.tile([0, 0, 1.0], (6, 1)))
+    assert set(LEGEND) == {name for name, _, _ in OVERLAY_TOGGLES}  # a legend for every overlay the panel offers
+    for name, rows in LEGEND.items():
+        geometry = OVERLAY_BUILDERS[name](frame)
+        drawn = np.concatenate([part.colours[:, :3] for part in geometry.lines + geometry.points])
+        for colour, mark, _ in rows:
+            assert np.abs(drawn - np.asarray(colour)[:3]).max(axis=1).min() < 1e-3, (name, mark)
+
