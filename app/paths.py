@@ -5,7 +5,7 @@
   `captures/`), never into the repository. Paths on the command line are resolved against the shell's
   current folder, as for any command.
 - Settings folder: `$PFNN_VIEWER_CONFIG`, default `$XDG_CONFIG_HOME/pfnn-viewer` (`~/.config/pfnn-viewer`):
-  `recent.json` remembers the folders last used in the file browser.
+  `recent.json` remembers the folders last used in the file browser, `panel.json` the panel's layout.
 """
 
 import os
