@@ -19,7 +19,7 @@ from app.jobs.video_file import VideoFile
 
 VIDEO_FPS = 60
 QUEUE_FRAMES = 8  # rendered frames waiting for the encoder (1280x720: 2.8 MB each)
-ENCODER_NICENESS = 19  # the encoder gets the CPU the frame loop leaves
+ENCODER_NICENESS = 19  # where SCHED_IDLE is not there
 
 
 def capture_name(kind: str, now: datetime.datetime | None = None) -> str:
@@ -49,7 +49,7 @@ class VideoRecorder:
     `add(pixels, real_dt)` queues as many frames of the fixed-rate video as the real time `real_dt`
     fills (often one, none at a high frame rate, several after a stall). The queue holds `capacity`
     rendered frames; when it is full a frame is dropped (`drop_when_full`, the on-screen viewer: it
-    stays responsive) and counted in `dropped`, its time going to the next frame that gets in, or the
+    stays responsive) and counted in `dropped`, its video frames going to the next frame in, or the
     caller waits for the encoder (headless runs: every frame is in the file). `open_file(path, fps)`
     makes the encoder's file (`VideoFile`; tests give a slow or failing one)."""
 
@@ -62,7 +62,8 @@ class VideoRecorder:
         self.frames_written = 0  # video frames the encoder has taken
         self.dropped = 0  # rendered frames left out because the encoder was behind
         self.error: Exception | None = None  # why the encoder stopped (the thread keeps draining the queue)
-        self.pending_s = 0.0  # real time not yet covered by a queued frame
+        self.pending_s = 0.0  # real time not yet covered by a video frame
+        self.owed = 0  # video frames of dropped frames, given to the next frame that gets in
         self.size = None
         self.thread = threading.Thread(target=self._encode, name="pfnn-video", daemon=True)
         self.thread.start()
@@ -70,14 +71,24 @@ class VideoRecorder:
     def add(self, pixels: np.ndarray, real_dt: float | None = None, wait: bool = False) -> int:
         """Add what the screen showed for `real_dt` seconds (None: exactly one video frame); returns the
         video frames queued (0 when dropped). `wait`: never drop this one (the last frame of a video)."""
-        if real_dt is not None:
-            self.pending_s += real_dt
+        count = 1 if real_dt is None else self.frames_due(real_dt)
+        return self.add_frames(pixels, count, wait) if count else 0
+
+    def frames_due(self, real_dt: float) -> int:
+        """The video frames a frame shown for `real_dt` seconds fills (0: it need not be read at all)."""
+        self.pending_s += real_dt
+        count = int(self.pending_s * self.fps + 1e-6)
+        self.pending_s -= count / self.fps
+        return min(count, self.fps)  # a long stall adds at most a second of a frozen frame
+
+    def add_frames(self, pixels: np.ndarray, count: int, wait: bool = False) -> int:
+        """`count` video frames of `pixels`, and those of the frames dropped just before it."""
+        count = min(count + self.owed, self.fps)
         if self.drop_when_full and not wait and self.queue.full():
             self.dropped += 1
+            self.owed = count
             return 0
-        count = 1 if real_dt is None else self._frames_due()
-        if count == 0:
-            return 0
+        self.owed = 0
         frame = even_size(pixels)
         if self.size is None:
             self.size = frame.shape[:2]
@@ -86,11 +97,6 @@ class VideoRecorder:
         self.queue.put((frame, count))
         self.frames_queued += count
         return count
-
-    def _frames_due(self) -> int:
-        count = int(self.pending_s * self.fps + 1e-6)
-        self.pending_s -= count / self.fps
-        return min(count, self.fps)  # a long stall adds at most a second of a frozen frame
 
     def _encode(self) -> None:
         _lower_priority()
@@ -117,10 +123,17 @@ class VideoRecorder:
 
 
 def _lower_priority() -> None:
-    """The encoder thread (and the ffmpeg it starts, which inherits it) below the frame loop: on a busy
-    machine the viewer keeps its frame rate and late frames are dropped instead."""
+    """The encoder thread (and the ffmpeg it starts, which inherits it) runs only on CPU time the frame
+    loop leaves idle (Linux SCHED_IDLE; elsewhere the lowest niceness there is): on a busy machine the
+    viewer keeps its frame rate and late frames are dropped instead."""
+    thread = threading.get_native_id()
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENCODER_NICENESS)
+        os.sched_setscheduler(thread, os.SCHED_IDLE, os.sched_param(0))
+        return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread, ENCODER_NICENESS)
     except (AttributeError, OSError):
         pass
 

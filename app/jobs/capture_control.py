@@ -118,24 +118,27 @@ class CaptureControl:
         self.state.toast(f"Recording video {Path(path).name}")
 
     def add_video_frame(self, ctx, size, real_dt: float) -> None:
-        """This frame's pixels for the video (read into a pixel buffer; the frame before this one goes
-        to the encoder), with the real time it was shown for."""
+        """This frame's pixels for the video, by the real time it was shown for (read into a pixel buffer;
+        the frame read before this one goes to the encoder)."""
         video = self.video
         if video is None:
             return
         if video.error is not None:  # the encoder stopped: say why, the viewer goes on
             self.stop_video()
             return
+        count = video.frames_due(real_dt)
+        if count == 0:  # a frame rate above the video's: this frame is not in the video, nor read
+            return
         if self.pixels is None:
             self.pixels = PixelReader(ctx)
-        self.queue_frame(self.pixels.read(size, real_dt))
+        self.queue_frame(self.pixels.read(size, count))
 
     def queue_frame(self, read, last: bool = False) -> None:
-        """A `PixelReader` read (pixels, real dt), or None, into the video (the `last` one is never dropped:
-        it carries the time of the frames dropped before it)."""
+        """A `PixelReader` read (pixels, video frames it fills), or None, into the video (the `last` one is
+        never dropped: it carries the frames of those dropped before it)."""
         if read is not None:
-            pixels, real_dt = read
-            self.state.capture.video_frames += self.video.add(pixels, real_dt, wait=last)
+            pixels, count = read
+            self.state.capture.video_frames += self.video.add_frames(pixels, count, wait=last)
             self.state.capture.video_dropped = self.video.dropped
 
     def stop_video(self) -> None:

@@ -35,24 +35,26 @@ class VideoFile:
         except OSError as failure:
             raise files.WriteError(self.path, failure) from None
         self._encoder = None
+        self.bottom_up = False
 
-    def _open(self, width: int, height: int):
+    def _open(self, width: int, height: int, bottom_up: bool):
         import imageio_ffmpeg
 
+        self.bottom_up = bottom_up  # rows sent bottom row first, turned by ffmpeg (no copy here)
         encoder = imageio_ffmpeg.write_frames(
             str(self.temporary), (width, height), fps=self.fps, codec="libx264", quality=None,
             macro_block_size=2, pix_fmt_out="yuv420p", ffmpeg_log_level="error",
-            output_params=ENCODER_OPTIONS)
+            output_params=ENCODER_OPTIONS + (["-vf", "vflip"] if bottom_up else []))
         encoder.send(None)  # starts ffmpeg
         return encoder
 
     def write(self, frame: np.ndarray, count: int = 1) -> None:
-        frame = np.ascontiguousarray(frame)
         try:
-            if self._encoder is None:
-                self._encoder = self._open(frame.shape[1], frame.shape[0])
+            if self._encoder is None:  # a frame read bottom row first (a flipped view) stays that way
+                self._encoder = self._open(frame.shape[1], frame.shape[0], frame.strides[0] < 0)
+            rows = np.ascontiguousarray(frame[::-1] if self.bottom_up else frame)  # no copy when they are
             for _ in range(count):
-                self._encoder.send(frame)
+                self._encoder.send(rows)
         except Exception as error:
             self.abort()
             raise VideoError(f"{self.path}: the video encoder stopped ({_last_line(error)})") from None
