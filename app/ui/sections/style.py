@@ -44,6 +44,7 @@ class StylePanel:
     blend_b: str = ""
     blend_t: float = 0.5  # weights (1 - t, t) over (blend_a, blend_b)
     running: tuple = ()  # style weights of the followed character now (mirrored by the viewer)
+    scrolled_to: str = ""  # the style the list last scrolled to (it scrolls again when another runs)
 
 
 def _number(value) -> float | None:
@@ -163,6 +164,7 @@ def _style_list(state) -> bool:
     imgui.table_setup_column("walk m/s", imgui.TableColumnFlags_.width_stretch, 1.0)
     imgui.table_setup_column("run m/s", imgui.TableColumnFlags_.width_stretch, 1.0)
     imgui.table_headers_row()
+    shown = dominant_style(panel.names, panel.running) if len(panel.running) == len(panel.names) else ""
     for row in panel.rows:
         imgui.table_next_row()
         imgui.table_set_column_index(0)
@@ -172,6 +174,9 @@ def _style_list(state) -> bool:
         chosen, _ = imgui.selectable(f"{row.name}##style_{row.name}", row.name in running,
                                      imgui.SelectableFlags_.span_all_columns)
         remember_rect(state, f"style_row_{row.name}")
+        if row.name == shown and panel.scrolled_to != shown:  # once per change: the list stays scrollable
+            imgui.set_scroll_here_y(0.5)
+            panel.scrolled_to = shown
         if row.little_data:
             tooltip(f"{row.name}: only {row.minutes:.1f} min of mocap (under {MIN_STYLE_MINUTES:g} min): "
                      "the model knows this style poorly")
@@ -184,6 +189,7 @@ def _style_list(state) -> bool:
         if colour is not None:
             imgui.pop_style_color()
     imgui.end_table()
+    remember_rect(state, "style_table")
     return clicked
 
 

@@ -23,6 +23,19 @@ def loss_plot_limits(epochs_x, train_loss, val_loss, run_epochs: int) -> tuple[f
     return 0.0, x_max, float(10 ** (low - margin)), float(10 ** (high + margin))
 
 
+def loss_ticks(low: float, high: float, most: int = 6) -> list[float]:
+    """Numbers for a log-scale loss axis from `low` to `high`: 1, 2, 5 times powers of ten inside the
+    range (a log axis labels only whole powers of ten, and a loss going from 0.4 to 0.1 crosses none),
+    thinned to at most `most`; a range holding fewer than two of them gets its two ends."""
+    ticks = [mantissa * 10.0 ** exponent for exponent in range(int(np.floor(np.log10(low))) - 1,
+                                                                int(np.ceil(np.log10(high))) + 1)
+             for mantissa in (1, 2, 5) if low <= mantissa * 10.0 ** exponent <= high]
+    if len(ticks) < 2:
+        return [float(f"{low:.2g}"), float(f"{high:.2g}")] if f"{low:.2g}" != f"{high:.2g}" else [low, high]
+    step = int(np.ceil(len(ticks) / most))
+    return [float(tick) for tick in ticks[::step]]
+
+
 def loss_plot(state) -> None:
     train = state.train
     if not train.train_loss or not implot.begin_plot("Loss", imgui.ImVec2(-1, 170)):
@@ -33,6 +46,8 @@ def loss_plot(state) -> None:
     implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
     implot.setup_axis_limits(implot.ImAxis_.x1, x0, x1, imgui.Cond_.always)
     implot.setup_axis_limits(implot.ImAxis_.y1, y0, y1, imgui.Cond_.always)
+    ticks = loss_ticks(y0, y1)
+    implot.setup_axis_ticks(implot.ImAxis_.y1, ticks, [f"{tick:.3g}" for tick in ticks])
     implot.setup_legend(implot.Location_.north_east)
     xs = np.asarray(train.epochs_x, np.float64)
     # markers: a curve of one point (after the first epoch) is a dot, not nothing
