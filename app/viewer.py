@@ -20,6 +20,7 @@ from app.jobs.capture_control import CaptureControl
 from app.jobs.recovery import Recovery
 from app.jobs.training_runner import TrainingRunner
 from app.render.camera import Camera
+from app.render.framing import body_joints
 from app.render.overlays import build_overlays
 from app.render.renderer import Renderer
 from app.render.scene import lerp
@@ -100,7 +101,7 @@ class Viewer:
         self._fps, self._last_frame_start = 0.0, None
         self._load_initial(model_path, bvh_path)
         self.prev_frames = self.cur_frames = self.source.frames()
-        self.camera.snap(self.cur_frames[0].root_pos, self.cur_frames[0].joint_pos)
+        self.camera.snap(self.cur_frames[0].root_pos, body_joints(self.cur_frames[0]))
 
     # ---- sources -------------------------------------------------------------------------------
     def _load_initial(self, model_path, bvh_path) -> None:
@@ -166,7 +167,7 @@ class Viewer:
 
     def _reset_frames(self) -> None:
         self.prev_frames = self.cur_frames = self.source.frames()
-        self.camera.snap(self.cur_frames[0].root_pos, self.cur_frames[0].joint_pos)
+        self.camera.snap(self.cur_frames[0].root_pos, body_joints(self.cur_frames[0]))
         self.history.clear()
         self.state.source_label = self.source.label
 
@@ -280,7 +281,7 @@ class Viewer:
         update_readouts(self.state, self.live_source)
         sim_done = time.perf_counter()
         frames = self.interpolated_frames()
-        self.camera.follow(frames[0].root_pos, real_dt, frames[0].joint_pos)
+        self.camera.follow(frames[0].root_pos, real_dt, body_joints(frames[0]))
         self.state.camera_mode = self.camera.mode
         self._update_hud(frames[0])
         self.render_scene(frames)

@@ -135,6 +135,26 @@ def test_a_close_up_zooms_toward_the_whole_body_and_never_cuts_off_the_feet(ui):
     assert np.ptp(points[:, 1]) > 0.75 * (y1 - y0)
 
 
+
+def test_a_placement_root_metres_away_is_no_part_of_the_body_the_camera_frames():
+    from app.render.camera import Camera
+    from app.render.framing import body_joints
+    from app.render.scene import SceneFrame
+
+    body = np.array([[0, 0.93, 0], [0, 1.41, 0], [0.1, 0.1, 0], [-0.1, 0.1, 0]])  # hips, head, feet
+    root = np.array([[0.0, 0.0, 4.5]])  # the shipped model's joint_Root where the network leaves it
+    frame = SceneFrame(joint_pos=np.concatenate([root, body]), parents=np.array([-1, 0, 1, 1, 1]),
+                       root_pos=np.zeros(3), root_dir=np.array([0, 0, 1.0]))
+    np.testing.assert_allclose(body_joints(frame), body)
+    cameras = []
+    for joints in (body, body_joints(frame)):
+        camera = Camera(aspect=1.7)
+        camera.snap(np.zeros(3), joints)
+        camera.frame()
+        cameras.append(camera)
+    assert cameras[1].distance == pytest.approx(cameras[0].distance) and cameras[1].distance < 5
+    assert cameras[1].target[1] == pytest.approx((1.41 + 0.12) / 2)  # the look-at point: the body's middle
+
 # ---- controls: Q / E side-step, a strafe modifier, strafing by default, a reset facing the camera's way
 
 def _camera_axes(viewer):

@@ -183,7 +183,7 @@ class Camera:
     # ---- per frame ------------------------------------------------------------------------------
     def follow(self, point: np.ndarray, dt: float, body: np.ndarray | None = None) -> None:
         """Per frame: move the target toward `point` (a ground position) with halflife damping, turn in
-        orbit mode, advance a mode transition. `body` (the followed character's joints, world) sets the
+        orbit mode, advance a mode transition. `body` (the followed body's joints, world: `framing.body_joints`) sets the
         height of the target (the body's middle) and the closest zoom."""
         if body is not None:
             self._watch_body(body, point, damp_factor(self.body_halflife, dt))

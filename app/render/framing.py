@@ -8,9 +8,17 @@ closed form, so the framing distance is their maximum (no search).
 
 import numpy as np
 
+from app.render.scene import drawn_joints
+
 HEAD_ABOVE_TOP_JOINT = 0.12  # m: the skull and hair above the highest joint (the head's)
 REACH_BEYOND_JOINTS = 0.10  # m: hands, shoes and clothes beyond the outermost joints
 CYLINDER_POINTS = 12  # around each of the bottom and top circles
+
+
+def body_joints(frame) -> np.ndarray:
+    """[J', 3] world positions of a `SceneFrame`'s joints that make up the body (a placement root, which
+    may lie metres away, left out)."""
+    return np.asarray(frame.joint_pos)[drawn_joints(frame.parents)]
 
 
 def body_extent(joint_pos: np.ndarray, root_pos: np.ndarray) -> tuple[float, float]:
