@@ -29,12 +29,18 @@ def capture_name(kind: str, now: datetime.datetime | None = None) -> str:
 
 
 def save_png(pixels: np.ndarray, path) -> Path:
+    """Encoded in memory, then written atomically: a full or read-only disk leaves no partial PNG."""
+    import io
+
     from PIL import Image
+
+    from pfnn_core import files
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(pixels).save(path)
-    return path
+    encoded = io.BytesIO()
+    Image.fromarray(pixels).save(encoded, format="PNG")
+    return files.write_bytes(path, encoded.getbuffer())
 
 
 def even_size(pixels: np.ndarray) -> np.ndarray:

@@ -92,7 +92,10 @@ def editor_action(state, action: str) -> None:
     except edit.EditError as error:
         panel.error = user_error(error)
     except OSError as error:
-        panel.error = user_error(f"{getattr(error, 'filename', '') or ''}: {error.strerror or error}".lstrip(": "))
+        if isinstance(error, files.WriteError):  # the file and why ('no space left on the device')
+            panel.error = user_error(error.message)
+        else:
+            panel.error = user_error(f"{getattr(error, 'filename', '') or ''}: {error.strerror or error}".lstrip(": "))
     if panel.error and action in ("preview", "export", "train"):
         panel.report, panel.curves = [], []  # no seam report of an earlier build under the new error
 
