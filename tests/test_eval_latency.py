@@ -170,3 +170,25 @@ def test_the_own_frame_pose_ignores_the_roots_travel_and_turn(bvh_dir):
     own = latency.body_poses(bent, names, parents, body)
     assert latency.response_delay(own, latency.body_poses(positions[:, body], names, parents, body), DT) == \
         pytest.approx(11 * DT)
+
+
+def test_the_suite_rows_hold_starts_stops_and_turns_to_150_ms_and_lead_the_comparison():
+    from pfnn_core.evaluation.compare import comparison_table
+
+    def response(kind, delay, to_90=0.5):
+        change = latency.InputChange(kind, 1.0, {"move": [0, 0]}, {"move": [0, 1]}, 1.0)
+        return controller_rows.ChangeResponse("walk_start", change, delay, delay, to_90, 0.3)
+
+    rows = controller_rows.response_rows([response("start", 0.05), response("start", 10 * DT),
+                                          response("turn", 0.2), response("style", 0.5, math.nan)], "runtime")
+    suite = {row.measure: row for row in rows if row.drive == "suite"}
+    start = suite["response latency (start): slowest"]
+    assert start.value == pytest.approx(10 * DT) and start.passed is False  # 167 ms > 150 ms
+    assert suite["response latency (turn): slowest"].passed is False
+    assert suite["response latency (style): slowest"].passed is None and suite["response latency (style): slowest"].target == ""
+    assert suite["time to 90% of the commanded speed (start): median"].value == pytest.approx(0.5)
+    assert "time to 90% of the commanded speed (style): median" not in suite  # nothing to reach
+    assert sum(1 for row in rows if row.drive == "walk_start") == 4 and all(
+        row.passed is None for row in rows if row.drive == "walk_start")
+    table = comparison_table([("a", rows)], keep=controller_rows.is_summary_row)
+    assert "response latency (start): slowest" in table and "walk_start" not in table
