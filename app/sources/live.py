@@ -16,6 +16,7 @@ from pfnn_core.math.quat import quat_to_yaw
 from pfnn_core.runtime.trajectory import facing_from_yaw
 
 CROWD_SPACING = 1.6  # m between neighbours in crowd mode
+KIND_LABELS = {"pfnn": "PFNN", "matching": "Motion matching", "mvae": "Motion VAE"}  # the HUD's name of each kind
 
 
 def crowd_positions(count: int, spacing: float = CROWD_SPACING) -> np.ndarray:
@@ -138,7 +139,7 @@ class LiveSource:
     def label(self) -> str:
         count = self.character.batch
         kind = getattr(self.character.model, "kind", "pfnn")
-        return f"Network ({kind}): {Path(self.path).name}" + (f"  ({count} characters)" if count > 1 else "")
+        return f"{KIND_LABELS.get(kind, kind)}: {Path(self.path).name}" + (f"  ({count} characters)" if count > 1 else "")
 
     @property
     def gait(self) -> str | None:
