@@ -45,6 +45,11 @@ def network_targets(results: dict) -> list[dict]:
     return [row for row in results["rows"] if row["subject"] == "network" and row["passed"] is not None]
 
 
+def _controller(row) -> bool:
+    """A controller measure's row: its changes are those each subject's own motion shows."""
+    return any(word in row["measure"] for word in ("latency", "determin", "noise", "slip"))
+
+
 def test_a_random_network_fails_nearly_every_network_target(random_run):
     code, out = random_run
     assert code == 0
@@ -55,7 +60,9 @@ def test_a_random_network_fails_nearly_every_network_target(random_run):
     assert results["checked"]["network"] == len(targets)
     # The hover detectors ("both feet up") catch one fault, feet lifted to hide sliding, which a random
     # network's collapsed pose never shows: they are judged on their own (test_evaluation_measures.py).
-    quality = [row for row in targets if not row["measure"].startswith("both feet up")]
+    # The controller measures (latency, determinism, noise, slip) are judged on models built for them
+    # (test_eval_latency.py, test_eval_smoothness.py): a collapsed pose answers at once and alike.
+    quality = [row for row in targets if not row["measure"].startswith("both feet up") and not _controller(row)]
     assert sum(not row["passed"] for row in quality) >= 0.9 * len(quality), \
         [row["measure"] for row in quality if row["passed"]]
     assert results["passed"]["network"] == len(targets) - len(failed)
@@ -85,7 +92,7 @@ def test_results_have_one_row_per_measure_subject_and_drive(random_run):
         assert isinstance(row["value"], float) or row["value"] in ("inf", "nan"), row
     by_subject = {s: {(r["drive"], r["measure"]) for r in results["rows"] if r["subject"] == s}
                   for s in ("network", "runtime")}
-    drive_rows = {key for key in by_subject["runtime"] if key[0] != "held-out clips"}
+    drive_rows = {key for key in by_subject["runtime"] if key[0] != "held-out clips" and not _controller({"measure": key[1]})}
     assert drive_rows <= by_subject["network"]  # every runtime measure is there for the network too
     assert {"idle", *QUICK_DRIVES} <= {drive for drive, _ in by_subject["network"]}
 
