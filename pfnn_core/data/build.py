@@ -205,13 +205,15 @@ def _worker_count(workers: int, tasks: int) -> int:
     return max(1, min(workers, tasks))
 
 
-def _run_clip_tasks(tasks: list, workers: int, progress=None) -> list:
-    """clip_samples over every task, in order; in `workers` processes when more than one."""
+def run_clip_tasks(tasks: list, workers: int, progress=None, work=None) -> list:
+    """`work` (default `clip_samples`; a module-level function, for the worker processes) over every
+    task, in order; in `workers` processes when more than one (0: `_worker_count`)."""
+    work = clip_samples if work is None else work
     workers = _worker_count(workers, len(tasks))
     if workers == 1:
         results = []
         for done, task in enumerate(tasks, 1):
-            results.append(clip_samples(task))
+            results.append(work(task))
             if progress:
                 progress(done, len(tasks))
         return results
@@ -222,7 +224,7 @@ def _run_clip_tasks(tasks: list, workers: int, progress=None) -> list:
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     results = [None] * len(tasks)
     try:
-        futures = {pool.submit(clip_samples, task): index for index, task in enumerate(tasks)}
+        futures = {pool.submit(work, task): index for index, task in enumerate(tasks)}
         for done, future in enumerate(as_completed(futures), 1):
             results[futures[future]] = future.result()
             if progress:
@@ -245,7 +247,7 @@ def _build_training_data(paths: list, labels: list, config: dict, progress, work
     styles = sorted({label.style for label in labels})
     tasks = [ClipTask(path, reference, label, styles.index(label.style), len(styles), config["mirror"],
                       config["standing_replicas"], config["seed"]) for path, label in zip(paths, labels)]
-    clips = _run_clip_tasks(tasks, workers, progress)
+    clips = run_clip_tasks(tasks, workers, progress)
 
     findings = [finding for clip in clips for finding in clip.findings]
     findings += checks.duplicate_findings({clip.path: clip.content_digest for clip in clips if clip.content_digest})

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pfnn_core.data import checks
-from pfnn_core.data.build import _worker_count, clip_statistics, load_checked_clip
+from pfnn_core.data.build import _worker_count, clip_statistics, load_checked_clip, run_clip_tasks
 from pfnn_core.data.dataset import bvh_paths
 from pfnn_core.data.labels import LabelRule, label_clips
 from pfnn_core.data.statistics import (
@@ -176,7 +176,7 @@ def build_database(paths_or_folder, label_rule: LabelRule | None = None, workers
     styles = sorted({label.style for label in labels})
     reference = skeleton_only(first)
     tasks = [ClipTask(path, reference, label, styles.index(label.style), frame_step) for path, label in zip(paths, labels)]
-    clips = _run_clip_tasks_rows(tasks, workers, progress)
+    clips = run_clip_tasks(tasks, workers, progress, work=clip_rows)
     findings = [finding for clip in clips for finding in clip.findings]
     findings += checks.duplicate_findings({clip.path: clip.content_digest for clip in clips if clip.content_digest})
     findings += checks.frame_rate_findings({clip.path: clip.fps for clip in clips if clip.fps > 0})
@@ -203,30 +203,6 @@ def build_database(paths_or_folder, label_rule: LabelRule | None = None, workers
 
 def _folders(paths_or_folder) -> list:
     return [paths_or_folder] if isinstance(paths_or_folder, (str, Path)) else list(paths_or_folder)
-
-
-def _run_clip_tasks_rows(tasks: list, workers: int, progress) -> list:
-    """`clip_rows` over every task, in order; in `workers` processes when more than one (0: as many as
-    the PFNN build would start, `data.build._worker_count`)."""
-    workers = _worker_count(workers, len(tasks))
-    if workers == 1:
-        results = []
-        for done, task in enumerate(tasks, 1):
-            results.append(clip_rows(task))
-            if progress:
-                progress(done, len(tasks))
-        return results
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn, not fork: the caller may be multi-threaded (the viewer) or have torch loaded
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = []
-        for done, result in enumerate(pool.map(clip_rows, tasks, chunksize=8), 1):
-            results.append(result)
-            if progress:
-                progress(done, len(tasks))
-    return results
 
 
 def _short_clip_findings(clips: list, frame_step: int) -> list:
