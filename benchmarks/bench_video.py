@@ -2,6 +2,7 @@
 CPU-only machines) with the panel shown, the character steered by a scripted drive (walks, turns, runs).
 
     python benchmarks/bench_video.py [--seconds 30] [--block 5] [--width 1280] [--height 720]
+                                     [--conversion auto|gpu|encoder]
 
 One run interleaves the two conditions in blocks of `--block` seconds of wall time: a block without
 recording, then a block recording, and so on until `--seconds` of video are recorded, so a busy machine
@@ -9,7 +10,9 @@ slows both alike and their ratio holds. The video is one file: between its block
 paused (no frames go to it; the encoder is given the time to empty its queue first, untimed, so a
 block without recording does not pay for the one before). The frame loop is the viewer's own
 (`Viewer.frame` with the wall-clock dt, then a buffer flip), dropping frames the encoder cannot take,
-as the viewer on screen does. Prints the frame rates, their ratio, the dropped frames, the file's
+as the viewer on screen does. `--conversion`: where RGB becomes the video's yuv420p, in a shader pass
+before the read (`gpu`) or in the encoder (`encoder`); `auto` as the viewer chooses (the GPU unless the
+GL is a software rasteriser). Prints the frame rates, their ratio, the dropped frames, the file's
 length and the load average.
 """
 
@@ -91,19 +94,23 @@ def main(argv=None) -> int:
     parser.add_argument("--block", type=float, default=5.0, help="seconds per block of each condition")
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=720)
+    parser.add_argument("--conversion", choices=("auto", "gpu", "encoder"), default="auto",
+                        help="where the colours are converted to yuv420p")
     parser.add_argument("--out", help="folder for the video (default: a temporary folder, removed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         viewer = Viewer(args.width, args.height, model_path=args.model, visible=False, vsync=False,
                         capture_dir=args.out or scratch)
         viewer.captures.drop_late_frames = True  # as on screen: the viewer never waits for the encoder
+        viewer.captures.convert_on_gpu = {"auto": None, "gpu": True, "encoder": False}[args.conversion]
         viewer.script = parse_script({"segments": DRIVE * 20})
         viewer.run_frames(30)  # warm up: body built or read from the cache, shaders compiled
         load_before = os.getloadavg()[0]
         result = measure(viewer, args.seconds, args.block)
         renderer = viewer.ctx.info["GL_RENDERER"]
         viewer.close()
-    print(f"{args.width}x{args.height}, {renderer}, load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
+    print(f"{args.width}x{args.height}, {renderer}, conversion {args.conversion}, "
+          f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
     print(f"  without recording: {result['off']:6.1f} FPS")
     print(f"  recording:         {result['on']:6.1f} FPS   ratio {result['on'] / result['off']:.2f}")
     print(f"  dropped {result['dropped']} of {result['rendered_on']} rendered frames; "

@@ -1,5 +1,5 @@
 """The viewer's writers on a full disk (a 64 KiB tmpfs) and on a folder turned read-only while they
-write: a take, a screenshot, the Editor's export and its autosave each give one clear line in their
+write: a take, a screenshot, a video, the Editor's export and its autosave each give one clear line in their
 section, leave the earlier files as they were and no partial file, and the viewer runs on; a take that
 could not be saved stays in its journal and is offered for recovery. pfnn-eval --out on a full disk
 says so and exits 1."""
@@ -106,6 +106,68 @@ def test_a_screenshot_in_a_folder_turned_read_only_leaves_nothing(viewer, read_o
         assert switched and str(folder) in viewer.state.capture.error and listing(folder) == before
         _runs_on(viewer)
     finally:
+        viewer.state.capture.folder, viewer.state.capture.error = "captures", ""
+
+
+def _video(viewer, folder: Path, during=None) -> None:
+    """Record 20 frames of video into `folder` (`during()` after 10 of them), then stop."""
+    viewer.state.capture.folder = str(folder)
+    viewer.state.request("video_start")
+    viewer.run_frames(10)
+    if during is not None:
+        during()
+    viewer.run_frames(10)
+    viewer.state.request("video_stop")
+    viewer.run_frames(1)
+
+
+def test_a_video_on_a_full_disk_says_so_and_leaves_no_partial_file(viewer, full_disk):  # noqa: F811
+    (full_disk / "earlier.mp4").write_bytes(PREVIOUS)
+    try:
+        fill(full_disk)
+        before = listing(full_disk)
+        _video(viewer, full_disk)
+        capture = viewer.state.capture
+        assert not capture.video_recording and viewer.captures.video is None
+        assert capture.error.startswith(f"Could not record {full_disk}/pfnn-") and FULL in capture.error
+        assert capture.error.count(str(full_disk)) == 1 and capture.error in viewer.state.toast_text
+        assert listing(full_disk) == before and (full_disk / "earlier.mp4").read_bytes() == PREVIOUS
+        _runs_on(viewer)
+    finally:
+        viewer.state.capture.folder, viewer.state.capture.error = "captures", ""
+
+
+def _read_only_while_written(folder: Path, make_read_only):
+    """Turn the folder read-only while the encoder has its file open; returns the undo. A remount of a
+    file system with a file open for writing is refused, so as root the folder gets a read-only bind
+    mount of itself instead (what is open stays writable, nothing new can be made or named there)."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        make_read_only()
+        return lambda: None
+    subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True)
+    return lambda: subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_a_video_in_a_folder_turned_read_only_while_recording_leaves_nothing(viewer, read_only_folder):  # noqa: F811
+    folder, make_read_only = read_only_folder
+    (folder / "earlier.mp4").write_bytes(PREVIOUS)
+    before = listing(folder)
+    undo = []
+    try:
+        _video(viewer, folder, during=lambda: undo.append(_read_only_while_written(folder, make_read_only)))
+        capture = viewer.state.capture
+        assert not capture.video_recording and viewer.captures.video is None
+        assert capture.error.startswith(f"Could not record {folder}/pfnn-") and capture.error.count(str(folder)) == 1
+        assert "read-only" in capture.error and "Error" not in capture.error
+        assert listing(folder) == before and (folder / "earlier.mp4").read_bytes() == PREVIOUS
+        _runs_on(viewer)
+    finally:
+        for step in undo:
+            step()
         viewer.state.capture.folder, viewer.state.capture.error = "captures", ""
 
 

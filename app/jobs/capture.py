@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from app.jobs.video_file import VideoFile
+from app.jobs.video_file import VideoFile, Yuv420Frame
 
 VIDEO_FPS = 60
-QUEUE_FRAMES = 8  # rendered frames waiting for the encoder (1280x720: 2.8 MB each)
+QUEUE_FRAMES = 8  # rendered frames waiting for the encoder (1280x720: 1.4 MB each in yuv420p, 3.7 MB in RGBA)
 ENCODER_NICENESS = 19  # where SCHED_IDLE is not there
 
 
@@ -74,7 +74,7 @@ class VideoRecorder:
         self.thread = threading.Thread(target=self._encode, name="pfnn-video", daemon=True)
         self.thread.start()
 
-    def add(self, pixels: np.ndarray, real_dt: float | None = None, wait: bool = False) -> int:
+    def add(self, pixels, real_dt: float | None = None, wait: bool = False) -> int:
         """Add what the screen showed for `real_dt` seconds (None: exactly one video frame); returns the
         video frames queued (0 when dropped). `wait`: never drop this one (the last frame of a video)."""
         count = 1 if real_dt is None else self.frames_due(real_dt)
@@ -87,19 +87,24 @@ class VideoRecorder:
         self.pending_s -= count / self.fps
         return min(count, self.fps)  # a long stall adds at most a second of a frozen frame
 
-    def add_frames(self, pixels: np.ndarray, count: int, wait: bool = False) -> int:
-        """`count` video frames of `pixels`, and those of the frames dropped just before it."""
+    def add_frames(self, pixels, count: int, wait: bool = False) -> int:
+        """`count` video frames of `pixels` (RGB / RGBA [H, W, C] or a `Yuv420Frame`), and those of the
+        frames dropped just before it."""
         count = min(count + self.owed, self.fps)
         if self.drop_when_full and not wait and self.queue.full():
             self.dropped += 1
             self.owed = count
             return 0
         self.owed = 0
-        frame = even_size(pixels)
-        if self.size is None:
-            self.size = frame.shape[:2]
-        elif frame.shape[:2] != self.size:  # the window was resized: keep the first size
-            frame = _fit(frame, self.size)
+        if isinstance(pixels, Yuv420Frame):  # converted on the GPU at the video's size
+            frame = pixels
+            self.size = self.size or (frame.height, frame.width)
+        else:
+            frame = even_size(pixels)
+            if self.size is None:
+                self.size = frame.shape[:2]
+            elif frame.shape[:2] != self.size:  # the window was resized: keep the first size
+                frame = _fit(frame, self.size)
         self.queue.put((frame, count))
         self.frames_queued += count
         return count

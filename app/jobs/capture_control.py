@@ -35,6 +35,7 @@ class CaptureControl:
         # runs wait for the encoder, so every frame is in the file
         self.drop_late_frames = state.on_screen
         self.open_video_file = None  # tests: a slow or failing encoder file (`VideoFile`'s interface)
+        self.convert_on_gpu = None  # the video's colour conversion in a shader pass (None: on a GPU, not llvmpipe)
 
     # ---- BVH recording ---------------------------------------------------------------------------
     def start_recording(self, live_source) -> None:
@@ -130,7 +131,7 @@ class CaptureControl:
         if count == 0:  # a frame rate above the video's: this frame is not in the video, nor read
             return
         if self.pixels is None:
-            self.pixels = PixelReader(ctx)
+            self.pixels = PixelReader(ctx, self.convert_on_gpu)
         self.queue_frame(self.pixels.read(size, count))
 
     def queue_frame(self, read, last: bool = False) -> None:
