@@ -6,6 +6,13 @@ shown pose, every exception and every error a panel section showed.
 
     python scripts/soak.py --minutes 30 --out soak.json        # the issue's 30 simulated minutes
     python scripts/soak.py --minutes 0.34 --event-every 0.5    # a 20 s smoke run (tests/test_soak.py)
+    python scripts/soak.py --minutes 15 --models pfnn,matching --swap-every 20   # swaps only, RSS per swap
+
+`--models` names the shipped models the swaps choose from (`pfnn`, `matching`, `mvae`; all three by
+default). `--swap-every S` runs swaps only: every S simulated seconds the next of `--models` in turn
+(the keys held are drawn again with each swap, so the character walks, runs and stands), no other
+event; the report then lists the RSS just before each swap and just after it (`swaps`), so memory kept
+per load of a model shows as a rise from one stay on a model to its next.
 
 Simulated time runs faster than real time: each frame is fed `--ticks-per-frame` ticks of real time
 (the viewer's fixed-timestep accumulator takes up to 4 a frame). Frame times are the wall time of one
@@ -36,8 +43,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = [ROOT / "assets" / "models" / name for name in ("default.safetensors", "matching.safetensors",
-                                                          "mvae.safetensors")]
+MODEL_FILES = {"pfnn": "default.safetensors", "matching": "matching.safetensors", "mvae": "mvae.safetensors"}
 TRAINING_CLIP = ROOT / "assets" / "bvh" / "bandai-namco-ds2" / "dataset-2_walk_normal_001.bvh.gz"
 MOVE_KEYS = ("W", "A", "S", "D", "UP", "LEFT")
 EVENTS = ("keys", "style", "model", "record", "screenshot", "rewind", "training", "pause")
@@ -54,8 +60,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--width", type=int, default=480)
     parser.add_argument("--height", type=int, default=270)
     parser.add_argument("--rss-limit-mb", type=float, default=50.0)
+    parser.add_argument("--models", type=model_list, default=list(MODEL_FILES),
+                        help="comma-separated shipped models the swaps choose from: " + ", ".join(MODEL_FILES))
+    parser.add_argument("--swap-every", type=float, default=None,
+                        help="swaps only: the next of --models every this many simulated seconds, no other event")
     parser.add_argument("--out", help="write the report here as JSON")
     return parser.parse_args(argv)
+
+
+def model_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in MODEL_FILES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"--models {text!r}: expected names among {', '.join(MODEL_FILES)}")
+    return names
 
 
 def rss_mb() -> float:
@@ -70,12 +88,14 @@ class Soak:
         from app.viewer import Viewer
 
         self.args, self.work, self.rng = args, work, random.Random(args.seed)
-        self.viewer = Viewer(args.width, args.height, model_path=MODELS[0], visible=False, vsync=False)
+        self.models = [ROOT / "assets" / "models" / MODEL_FILES[name] for name in args.models]
+        self.viewer = Viewer(args.width, args.height, model_path=self.models[0], visible=False, vsync=False)
         self.viewer.state.record.path = "recordings/"
         self.held: set = set()
         self.counts = {name: 0 for name in EVENTS}
         self.faults, self.nans, self.exceptions, self.panel_errors = [], [], [], []
         self.minutes: list[dict] = []
+        self.swaps: list[dict] = []  # swap-only runs: the RSS just before and after each swap
         self._frames: list[tuple[float, float, bool]] = []  # (wall ms, main-thread CPU ms, steady) this minute
         self._training_form()
 
@@ -88,7 +108,11 @@ class Soak:
 
     # ---- events ---------------------------------------------------------------------------------
     def event(self, index: int) -> str:
-        """The `index`th event: every kind once in order first, then drawn at random."""
+        """The `index`th event: every kind once in order first, then drawn at random; with `--swap-every`,
+        a swap to the next model in turn."""
+        if self.args.swap_every is not None:
+            self._swap(index)
+            return "model"
         kind = EVENTS[index] if index < len(EVENTS) else self.rng.choices(EVENTS, WEIGHTS)[0]
         getattr(self, f"_{kind}")()
         self.counts[kind] += 1
@@ -121,7 +145,18 @@ class Soak:
         self.viewer.state.request("set_style", weights)
 
     def _model(self) -> None:
-        self.viewer.state.request("load_model", str(self.rng.choice(MODELS)))
+        self.viewer.state.request("load_model", str(self.rng.choice(self.models)))
+
+    def _swap(self, index: int) -> None:
+        """Swap-only runs: the next model in turn, loaded now (not at the next frame's requests) so the RSS
+        read after it is the new model's."""
+        self._keys()
+        viewer, target = self.viewer, self.models[(index + 1) % len(self.models)]
+        before, shown = rss_mb(), Path(viewer.state.model.path).name
+        loaded = viewer.load_model(str(target))
+        self.swaps.append({"t_s": round(viewer.sim_time, 1), "from": shown, "to": target.name, "loaded": loaded,
+                           "rss_before_mb": round(before, 1), "rss_after_mb": round(rss_mb(), 1)})
+        self.counts["model"] += 1
 
     def _record(self) -> None:
         record = self.viewer.state.record
@@ -184,7 +219,8 @@ class Soak:
     def run(self) -> None:
         args = self.args
         frames_per_minute = round(60.0 / (args.ticks_per_frame * SIM_DT))
-        frames_per_event = max(1, round(args.event_every / (args.ticks_per_frame * SIM_DT)))
+        every = args.event_every if args.swap_every is None else args.swap_every
+        frames_per_event = max(1, round(every / (args.ticks_per_frame * SIM_DT)))
         total = max(1, round(args.minutes * frames_per_minute))
         events = 0
         for index in range(total):
@@ -221,6 +257,9 @@ def summary(soak: Soak, args, wall_s: float) -> dict:
               "faults": soak.faults[:50], "fault_count": len(soak.faults),
               "nans": soak.nans[:20], "nan_count": len(soak.nans), "exceptions": soak.exceptions[:10],
               "exception_count": len(soak.exceptions), "panel_errors": soak.panel_errors[:30], "minutes": minutes}
+    if soak.swaps:
+        report["swaps"] = soak.swaps
+        report["rss_before_swap_by_model_mb"] = _before_swap_by_model(soak.swaps)
     leak = max(by_model.values(), default=0.0)
     report["targets_met"] = leak < args.rss_limit_mb and not soak.nans and not soak.exceptions
     return report
@@ -233,6 +272,16 @@ def _growth_by_model(minutes: list) -> dict:
     for row in minutes:
         seen.setdefault(row["model"], []).append(row["rss_mb"])
     return {model: round(values[-1] - values[0], 1) for model, values in seen.items()}
+
+
+def _before_swap_by_model(swaps: list) -> dict:
+    """Per model: the RSS at the end of each of its stays (just before the swap away from it), the first
+    stay left out (it loads what every later stay shares: the kernels, the renderer's buffers)."""
+    seen: dict = {}
+    for swap in swaps:
+        seen.setdefault(swap["from"], []).append(swap["rss_before_mb"])
+    return {model: {"first_mb": values[1], "last_mb": values[-1], "growth_mb": round(values[-1] - values[1], 1),
+                    "stays": len(values) - 1} for model, values in seen.items() if len(values) > 1}
 
 
 def _drift(values: list) -> float | None:
