@@ -121,3 +121,76 @@ def test_a_crowds_bodies_do_not_disturb_each_other(body):
     for frame in range(len(walk_pos)):
         pose = crowd.step(np.stack([stand_pos[frame], walk_pos[frame]]), np.stack([stand_rot[frame], walk_rot[frame]]), DT)
         np.testing.assert_array_equal(pose.positions[1], alone.positions[frame])
+
+
+def test_stepping_back_restores_the_body_and_the_ticks_after_it_run_the_same(body):
+    """A snapshot after 1 s of a walk, 30 more ticks, the snapshot put back: the same 30 ticks give the
+    same body, bit for bit (MuJoCo's state, the warm start and the tracker's own values all restored)."""
+    positions, rotations = clip(WALK, 2.0)
+    tracker = PhysicsTracker(body)
+    for frame in range(60):
+        tracker.step(positions[frame:frame + 1], rotations[frame:frame + 1], DT)
+    kept = tracker.snapshot()
+    tracker.push([0.0, 0.0, 20.0])  # pending when the snapshot is put back: it must go too
+    first = [tracker.step(positions[f:f + 1], rotations[f:f + 1], DT) for f in range(60, 90)]
+    tracker.restore(kept)
+    again = [tracker.step(positions[f:f + 1], rotations[f:f + 1], DT) for f in range(60, 90)]
+    assert np.linalg.norm(first[-1].positions - again[-1].positions, axis=-1).max() > 0.01  # the push showed
+    tracker.restore(kept)
+    tracker.push([0.0, 0.0, 20.0])
+    replay = [tracker.step(positions[f:f + 1], rotations[f:f + 1], DT) for f in range(60, 90)]
+    for a, b in zip(first, replay):
+        np.testing.assert_array_equal(a.positions, b.positions)
+        np.testing.assert_array_equal(a.foot_forces, b.foot_forces)
+        assert a.root_force[0] == b.root_force[0]
+
+
+def test_the_viewers_body_steps_back_with_the_transport(body):
+    """`LivePhysics` (the viewer's body): stepping back to a tick shows the body as it was there and the
+    next ticks replay it exactly; a snapshot from before the physics was on starts the body afresh."""
+    from types import SimpleNamespace
+
+    from app.sources.physics import LivePhysics
+
+    positions, rotations = clip(WALK, 2.0)
+    live = LivePhysics(PhysicsSettings(), make_tracker=lambda character, settings: PhysicsTracker(body, settings))
+    assert live.snapshot() is None  # off
+    live.set_mode("on", None)
+
+    def tick(frame):
+        live.step(SimpleNamespace(world_joint_pos=positions[frame:frame + 1], world_joint_rot=rotations[frame:frame + 1]), DT)
+        return live.pose
+
+    for frame in range(40):
+        tick(frame)
+    kept, shown = live.snapshot(), live.pose
+    later = [tick(frame).positions.copy() for frame in range(40, 70)]
+    live.restore(kept)
+    assert live.pose is shown and len(live.errors) == 40
+    for frame, before in zip(range(40, 70), later):
+        np.testing.assert_array_equal(tick(frame).positions, before)
+    live.restore(None)
+    assert live.pose is None and not live.errors and not live.tracker._started.any()
+
+
+def test_the_floor_carries_a_standing_body_on_every_tick_and_a_walking_one_whenever_it_stands(body):
+    """The floor's force is the mean over each tick's substeps (a sole that leaves the floor for one
+    substep does not read as no force). Standing still, from 0.5 s on (the body settles onto its soles),
+    the floor carries the body's weight plus what the hold on the hips presses it down with (the
+    kinematic soles lie a few millimetres into the floor; the hold gives at most a quarter of the
+    weight), on every tick. Walking, a tick with no floor force while a simulated foot is within 1 cm
+    of its floor level is a short hop of the whole body, under 3% of the ticks, against over 10% when
+    the contacts are read after the last substep alone."""
+    weight = 9.81 * body.mass
+    positions, rotations = standing_frames(STANDING, 10.0)
+    standing = track_motion(PhysicsTracker(body), positions, rotations, DT)
+    settled = slice(30, None)
+    assert standing.floor_force[settled].min() > 0.95 * weight
+    assert standing.floor_force[settled].max() < 1.25 * weight
+    assert standing.root_force[settled].max() < 0.25 * weight
+    positions, rotations = clip(WALK)
+    walking = track_motion(PhysicsTracker(body), positions, rotations, DT)
+    near = ((walking.positions[:, body.plan.contact_joints, 1] - FLOOR) < 0.01).any(axis=1)
+    assert np.mean((walking.floor_force < 1.0) & near) < 0.03
+    assert np.mean((walking.foot_forces[:, :, 1].sum(axis=1) < 1.0) & near) > 0.1
+    assert 0.9 * weight < np.median(walking.floor_force) < 1.2 * weight

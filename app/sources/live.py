@@ -188,13 +188,16 @@ class LiveSource:
 
     def snapshot(self):
         """What stepping back restores. A tick builds a new state and never changes the old one, so
-        the state itself (not a copy) is kept."""
-        return self.character.state, self.last_command
+        the state itself (not a copy) is kept; the simulated body's state is copied."""
+        physics = self.physics.snapshot() if self.physics is not None else None
+        return self.character.state, self.last_command, physics
 
     def restore(self, snapshot) -> None:
-        state, self.last_command = snapshot
+        state, self.last_command, physics = snapshot
         self.character.state = self.character.previous_state = state
-        self._restart_extras()
+        self.trail = latent_trail(self.character.model)
+        if self.physics is not None:
+            self.physics.restore(physics)
 
     def frames(self) -> list[SceneFrame]:
         network, state = self.character.model, self.character.state

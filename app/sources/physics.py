@@ -4,8 +4,9 @@ pose is drawn) or both (the kinematic pose drawn as a ghost over it).
 The body tracks the followed character (the first of a crowd) in the simulation tick, after the
 runtime's tick, from the pose the runtime shows; the frames then carry the simulated pose, the floor's
 forces under the feet and, in "both", the kinematic pose as the ghost, and are interpolated for
-rendering like the kinematic ones. The physics never feeds back into the runtime. Turning it on again,
-resetting the character or stepping back starts the body again on the kinematic pose.
+rendering like the kinematic ones. The physics never feeds back into the runtime. Turning it on again
+or resetting the character starts the body again on the kinematic pose; stepping back restores the
+body as it was at that tick (`snapshot` / `restore`, kept with the runtime's state).
 """
 
 import dataclasses
@@ -80,6 +81,23 @@ class LivePhysics:
             self.tracker.reset()
         self.pose = None
         self.errors.clear()
+
+    def snapshot(self):
+        """What stepping back to this tick restores (None while the physics is off)."""
+        if not self.active:
+            return None
+        return self.tracker.snapshot(), self.pose, tuple(self.errors)
+
+    def restore(self, snapshot) -> None:
+        """The body as it was at `snapshot`; one taken while the physics was off (None) starts it again
+        on the kinematic pose."""
+        if snapshot is None or not self.active:
+            self.reset()
+            return
+        tracker_state, self.pose, errors = snapshot
+        self.tracker.restore(tracker_state)
+        self.errors.clear()
+        self.errors.extend(errors)
 
     def forget_body(self) -> None:
         """A new model (maybe another skeleton): the next use makes its body again."""

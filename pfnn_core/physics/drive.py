@@ -20,7 +20,8 @@ from pfnn_core.physics.layer import physics_for_character
 from pfnn_core.physics.replay import due_events
 from pfnn_core.physics.settings import PhysicsSettings
 
-PHYSICS_COLUMNS = ("t", "tracking_error_m", "root_force_n", "foot_l_n", "toes_l_n", "foot_r_n", "toes_r_n", "physics_ms")
+PHYSICS_COLUMNS = ("t", "tracking_error_m", "root_force_n", "foot_l_n", "toes_l_n", "foot_r_n", "toes_r_n", "physics_ms",
+                   "floor_n")
 
 
 class DrivePhysics:
@@ -53,7 +54,8 @@ class DrivePhysics:
         self.root_translation[tick] = pose.positions[:recorded, self.root]
         self.positions[tick] = pose.positions[0]
         vertical = pose.foot_forces[0, :, 1]
-        for name, value in zip(PHYSICS_COLUMNS, (t, pose.tracking_error[0], pose.root_force[0], *vertical, elapsed)):
+        for name, value in zip(PHYSICS_COLUMNS, (t, pose.tracking_error[0], pose.root_force[0], *vertical, elapsed,
+                                                   pose.floor_force[0])):
             self.columns[name][tick] = value
 
     def motions(self, make_motion, skeleton: dict, dt: float, name: str) -> list:

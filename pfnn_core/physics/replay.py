@@ -23,6 +23,7 @@ class TrackedMotion:
     rotations: np.ndarray  # [T, J, 4] global rotations (w, x, y, z)
     foot_forces: np.ndarray  # [T, 4, 3] N: the floor's force on each contact joint's soles
     root_force: np.ndarray  # [T] N: the hold's force on the hips (the hand of god)
+    floor_force: np.ndarray  # [T] N: the floor's whole vertical force on the body, mean over each tick
     tracking_error: np.ndarray  # [T] m: mean distance of the simulated joints from the kinematic ones
     centre_of_mass: np.ndarray  # [T, 3]
     pushes: list  # PushEvent applied, with `frames` [n] the frame each began at
@@ -43,7 +44,7 @@ def track_motion(tracker: PhysicsTracker, positions, rotations, dt: float, event
     positions, rotations = np.asarray(positions, float), np.asarray(rotations, float)
     frames, joints = positions.shape[:2]
     out = TrackedMotion(np.zeros((frames, joints, 3)), np.zeros((frames, joints, 4)), np.zeros((frames, 4, 3)),
-                        np.zeros(frames), np.zeros(frames), np.zeros((frames, 3)), [], np.zeros(0, int),
+                        np.zeros(frames), np.zeros(frames), np.zeros(frames), np.zeros((frames, 3)), [], np.zeros(0, int),
                         np.zeros(frames))
     tracker.reset()
     applied, push_frames = [], []
@@ -57,6 +58,7 @@ def track_motion(tracker: PhysicsTracker, positions, rotations, dt: float, event
         out.tick_ms[frame] = (time.perf_counter() - started) * 1000.0
         out.positions[frame], out.rotations[frame] = pose.positions[0], pose.rotations[0]
         out.foot_forces[frame], out.root_force[frame] = pose.foot_forces[0], pose.root_force[0]
+        out.floor_force[frame] = pose.floor_force[0]
         out.tracking_error[frame], out.centre_of_mass[frame] = pose.tracking_error[0], pose.centre_of_mass[0]
     out.pushes, out.push_frames = applied, np.asarray(push_frames, int)
     out.resets, out.body_mass = tracker.resets, tracker.body.mass

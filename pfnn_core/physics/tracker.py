@@ -19,7 +19,8 @@ to it: its target takes the push's velocity change and returns like a critically
 (`PhysicsSettings.push_return_frequency`), so the body is carried off by the push and brought back
 while its limbs react to the force itself. A body whose state goes non-finite, or strays far from its
 target, is put back on the kinematic pose and the event is reported (`take_messages`). The first tick
-(and `reset`) starts each body on its kinematic pose, at rest.
+(and `reset`) starts each body on its kinematic pose, at rest. `snapshot` / `restore` keep and put
+back everything a tick reads, so stepping back in time restores the bodies as they were.
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ class SimulatedPose:
     rotations: np.ndarray  # [B, J, 4] global rotations
     foot_forces: np.ndarray  # [B, 4, 3] N: world force of the floor on each contact joint's soles
     root_force: np.ndarray  # [B] N: the hold's force on the hips (the hand of god), mean over the tick
+    floor_force: np.ndarray  # [B] N: the floor's whole vertical force on the body, mean over the tick's substeps
     tracking_error: np.ndarray  # [B] m: mean distance of the simulated joints from the kinematic ones
     centre_of_mass: np.ndarray  # [B, 3] world
 
@@ -76,6 +78,19 @@ class _TickTargets:
     rotations: np.ndarray  # [substeps, 4]
     push: np.ndarray  # [3] damping times the hips' target velocity (world)
     spin: np.ndarray  # [3] damping times the hips' target angular velocity (world)
+
+
+@dataclass
+class TrackerSnapshot:
+    """A tracker's state between two ticks (`PhysicsTracker.snapshot` / `restore`); arrays are copies."""
+
+    states: np.ndarray  # [B, S] MuJoCo's integration state of each body (mj_getState)
+    bias: np.ndarray  # [B, nv] the bias forces each body's next tick starts from
+    previous: tuple | None  # last tick's targets, hips position and rotation, contact joints
+    pending: np.ndarray  # [B, 3] pushes not applied yet (N s)
+    give_way: np.ndarray  # [B, 2, 3] the hold target's push offset and its velocity
+    started: np.ndarray  # [B] bool
+    time_s: float
 
 
 class PhysicsTracker:
@@ -128,6 +143,29 @@ class PhysicsTracker:
     def _report(self, message: str) -> None:
         log.warning("%s", message)
         self._messages.append(message)
+
+    def snapshot(self) -> "TrackerSnapshot":
+        """Everything the next tick reads, copied: each body's MuJoCo state (positions, velocities,
+        warm start, applied forces) and the bias forces its next tick starts from, and the tracker's own
+        tick-to-tick values (last tick's targets, the hold's give-way, pending pushes)."""
+        model, spec = self.body.model, mujoco.mjtState.mjSTATE_INTEGRATION
+        states = np.zeros((self.batch, mujoco.mj_stateSize(model, spec)))
+        for b, data in enumerate(self.datas):
+            mujoco.mj_getState(model, data, states[b], spec)
+        previous = None if self._previous is None else tuple(a.copy() for a in self._previous)
+        return TrackerSnapshot(states, np.array([data.qfrc_bias for data in self.datas]), previous,
+                               self._pending.copy(), self._give_way.copy(), self._started.copy(), self.time_s)
+
+    def restore(self, snapshot: "TrackerSnapshot") -> None:
+        """Every body and the tracker as they were at `snapshot` (stepping back in time): the ticks after
+        it then run exactly as they ran the first time."""
+        model, spec = self.body.model, mujoco.mjtState.mjSTATE_INTEGRATION
+        for b, data in enumerate(self.datas):
+            mujoco.mj_setState(model, data, snapshot.states[b], spec)
+            data.qfrc_bias[:] = snapshot.bias[b]
+        self._previous = None if snapshot.previous is None else tuple(a.copy() for a in snapshot.previous)
+        self._pending[:], self._give_way[:] = snapshot.pending, snapshot.give_way
+        self._started[:], self.time_s = snapshot.started, snapshot.time_s
 
     # ---- targets -------------------------------------------------------------------------------
     def targets(self, world_rot: np.ndarray) -> np.ndarray:
@@ -183,46 +221,60 @@ class PhysicsTracker:
                 previous[b] = now[b]
         planted = self.planted(feet, dt)
         plans = self._tick_targets(targets, world_pos, world_rot, dt)
-        help_force = np.zeros(self.batch)
+        help_force, floor_force = np.zeros(self.batch), np.zeros(self.batch)
         for b, data in enumerate(self.datas):
             data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
             body.model.geom_friction[body.sole_index, 0] = np.where(planted[b][body.sole_owner], settings.friction,
                                                                       SWING_FRICTION)
-            help_force[b] = self._substeps(data, plans[b])
+            help_force[b], floor_force[b] = self._substeps(data, plans[b], dt)
             data.xfrc_applied[body.chest_body, 0:3] = 0.0
             self._check(b, world_pos, world_rot, targets)
         self._pending[:] = 0.0
         self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
         self.time_s += dt
         pose = self.read_pose(world_pos, world_rot)
-        pose.root_force = help_force
+        pose.root_force, pose.floor_force = help_force, floor_force
         return pose
 
-    def _substeps(self, data, targets: _TickTargets) -> float:
-        """Run one tick's substeps; returns the hold's mean force on the hips over them (N)."""
+    def _substeps(self, data, targets: _TickTargets, dt: float) -> tuple[float, float]:
+        """Run one tick's substeps; returns the hold's mean force on the hips over them and the floor's
+        mean vertical force on the body (N).
+
+        The hold's force and torque of every substep are worked out at the tick's start, for the
+        targets of each substep and where the hips will be then (now plus their velocity times the
+        substep's time from the tick's start), so a substep only writes the joints' spring rotations and
+        the hips' force and steps. The hold's damping lives on the free joint, where MuJoCo integrates
+        it implicitly: its mean force over the tick is the damping times the hips' displacement, exactly.
+        The floor's force is summed over every substep: the constraint force on the free joint's
+        translation is the floor's whole force on the body (contacts between limbs and joint limits
+        cancel there), where the contacts read after the last substep alone show a sole's chatter
+        (a heel corner leaving the floor for one substep) as no force at all."""
         body, model = self.body, self.body.model
         springs, joint_dofs, root = body.spring_slice, body.dof_slice, body.root_dofs
         move_dofs, turn_dofs = slice(root[0], root[0] + 3), slice(root[3], root[3] + 3)
-        qpos, qvel, qfrc, bias, spring = data.qpos, data.qvel, data.qfrc_applied, data.qfrc_bias, model.qpos_spring
-        kp_move, kp_turn, kv_move = body.root_kp[0:3], body.root_kp[3:6], body.root_kv[0:3]
-        # the spin's damping term in the hips' frame at the tick's start (a small term: its turn within the
-        # tick does not matter)
+        qpos, qvel, qfrc, spring = data.qpos, data.qvel, data.qfrc_applied, model.qpos_spring
+        substeps = len(targets.springs)
+        ahead = dt * np.arange(substeps)[:, None] / substeps  # [n, 1] s from the tick's start
+        forces = body.root_kp[0:3] * (targets.positions - qpos[0:3] - ahead * qvel[move_dofs]) + targets.push
+        # the turn to each substep's target and the spin's damping term in the hips' frame at the tick's start
+        hips = qpos[3:7].copy()
+        turns = quat_to_expmap(quat_mul(quat_inv(hips)[None], targets.rotations)) - ahead * qvel[turn_dofs]
         inverse, spin = np.zeros(4), np.zeros(3)
-        mujoco.mju_negQuat(inverse, qpos[3:7])
+        mujoco.mju_negQuat(inverse, hips)
         mujoco.mju_rotVecQuat(spin, targets.spin, inverse)
-        rotvec, total = np.zeros(3), np.zeros(3)
+        torques = body.root_kp[3:6] * turns + spin
         # each joint also carries what hangs from it (MuJoCo's bias forces at the tick's start: gravity and
         # the motion's own inertial forces, as a muscle would), so the springs only correct
-        qfrc[joint_dofs] = targets.joint_feed + bias[joint_dofs]
-        for k in range(len(targets.springs)):
+        qfrc[joint_dofs] = targets.joint_feed + data.qfrc_bias[joint_dofs]
+        start, floor, constraint = qpos[0:3].copy(), 0.0, data.qfrc_constraint
+        up = int(root[1])
+        for k in range(substeps):
             spring[springs] = targets.springs[k]
-            force = kp_move * (targets.positions[k] - qpos[0:3]) + targets.push
-            mujoco.mju_subQuat(rotvec, targets.rotations[k], qpos[3:7])  # the hips' turn to the target, own frame
-            qfrc[move_dofs] = force
-            qfrc[turn_dofs] = kp_turn * rotvec + spin
+            qfrc[move_dofs], qfrc[turn_dofs] = forces[k], torques[k]
             mujoco.mj_step(model, data)
-            total += force - kv_move * qvel[move_dofs]
-        return float(np.linalg.norm(total / len(targets.springs)))
+            floor += constraint[up]
+        mean = forces.mean(axis=0) - body.root_kv[0:3] * (qpos[0:3] - start) / dt
+        return float(np.linalg.norm(mean)), floor / substeps
 
     def planted(self, feet, dt: float) -> np.ndarray:
         """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
@@ -269,7 +321,7 @@ class PhysicsTracker:
             root = body.plan.root
             positions[:, self.carried] += (positions[:, root] - world_pos[:, root])[:, None]
         error = vector_length(positions[:, body.joints] - world_pos[:, body.joints]).mean(axis=-1)
-        return SimulatedPose(positions, rotations, forces, root_force, error, com)
+        return SimulatedPose(positions, rotations, forces, root_force, np.zeros(batch), error, com)
 
     def sole_forces(self, data) -> np.ndarray:
         """[4, 3] N: world force of the floor on each contact joint's soles."""
