@@ -6,9 +6,10 @@ other one: by then the GPU has long finished frame N, so mapping it does not wai
 
 What is read depends on the GL. On a GPU the picture is first converted to the encoder's yuv420p by a
 shader pass (`yuv_conversion.py`): half the bytes of RGB to read, no colour conversion left for the
-encoder's CPU. A software rasteriser would pay more for that pass (about 10 ms of CPU per 1280x720
-frame, on the frame loop) than ffmpeg pays for the conversion (about 6 ms, on idle CPU), so there the
-pixels are read as RGBA, the GL's own layout: a plain copy, about half the cost of packing RGB.
+encoder's CPU. A software rasteriser would pay more for that pass (10-28 ms of CPU per 1280x720
+frame with llvmpipe, on the frame loop) than ffmpeg pays for the conversion (about 6 ms, on idle
+CPU), so there the pixels are read as RGBA, the GL's own layout: a plain copy, about half the cost
+of packing RGB.
 """
 
 import numpy as np
