@@ -76,11 +76,11 @@ def test_a_switch_is_continuous_and_ends_on_the_destination_after_a_few_half_liv
         _, rot6 = player.tick(source, destination, switch=True) if tick == 0 else player.tick(destination, destination)
         shares.append(angle_between(quat_from_6d(rot6), destination_rot) / gap)
     shares = np.array(shares)  # [tick, joint]: of each joint's jump, what is still shown
-    expected = remaining_share(np.arange(1, 61))
+    expected = remaining_share(np.arange(0, 60))
     np.testing.assert_allclose(shares, np.repeat(expected[:, None], 3, axis=1), atol=2e-6)
-    assert shares[0].min() > 0.96  # at the switch the source is still shown, one tick of decay
-    assert shares[int(round(HALFLIFE / DT)) - 1] == pytest.approx(0.5, abs=1e-6)
-    assert shares[5 * int(round(HALFLIFE / DT)) - 1].max() < 0.003
+    assert shares[0] == pytest.approx(1.0, abs=2e-6)  # the switch tick shows the source exactly
+    assert shares[int(round(HALFLIFE / DT))] == pytest.approx(0.5, abs=1e-6)
+    assert shares[5 * int(round(HALFLIFE / DT))].max() < 0.003
 
 
 def test_the_hips_offset_decays_by_half_in_one_half_life_exactly():
@@ -89,7 +89,7 @@ def test_the_hips_offset_decays_by_half_in_one_half_life_exactly():
     destination = (source[0], np.tile([0.2, 1.0, 0.0], (2, 1)))
     player.tick(source, source)
     player.tick(source, destination, switch=True)
-    for _ in range(int(round(HALFLIFE / DT)) - 1):
+    for _ in range(int(round(HALFLIFE / DT))):
         hips, _ = player.tick(destination, destination)
     assert hips[0, 0] == pytest.approx(0.1, abs=1e-9)  # half of the 0.2 m jump is left after 0.1 s
 
@@ -181,3 +181,31 @@ def test_the_state_moves_with_the_character(database_path):
         b = there.tick(command_from_world_move(turned, False, there.settings), DT)
     assert a.model_state["row"][0] == b.model_state["row"][0]
     np.testing.assert_allclose(a.joint_pos, b.joint_pos, atol=1e-6)
+
+
+def test_a_switch_between_moving_frames_follows_the_analytic_spring_in_position_and_velocity():
+    """Hips moving at 1.5 m/s switched to a frame 0.3 m away moving at -0.5 m/s: the shown hips are the
+    destination plus the offset x(t) = (x0 + (v0 + u x0) t) exp(-u t) (x0 the position gap, v0 the
+    velocity gap, u the half-life's rate), so position and velocity carry on across the switch."""
+    rate = 1.6783469900166612 / HALFLIFE
+    still = np.tile([1.0, 0, 0, 0], (2, 3, 1))
+
+    def rows(start, velocity, t):  # a row at time t and the next one, 2 ticks later
+        return still, np.array([[start + velocity * t, 1.0, 0.0], [start + velocity * (t + 2 * DT), 1.0, 0.0]])
+
+    player = Player()
+    shown = [player.tick(rows(0.0, 1.5, k * DT), rows(0.0, 1.5, k * DT))[0][0, 0] for k in range(4)]
+    source_now = 1.5 * 4 * DT
+    x0, v0 = source_now - 0.3, 1.5 - (-0.5)
+    for k in range(30):
+        current = rows(0.0, 1.5, 4 * DT) if k == 0 else rows(0.3, -0.5, k * DT)
+        shown.append(player.tick(current, rows(0.3, -0.5, k * DT), switch=k == 0)[0][0, 0])
+        t = k * DT  # the offset decays from the switch tick on, as the destination plays
+        offset = (x0 + (v0 + rate * x0) * t) * np.exp(-rate * t)
+        assert shown[-1] == pytest.approx(0.3 - 0.5 * k * DT + offset, abs=1e-9)
+    velocity = np.diff(shown) / DT
+    assert velocity[:3] == pytest.approx(1.5, abs=1e-9)
+    # across the switch the velocity changes by no more than the spring's acceleration allows in a tick
+    assert velocity[3] == pytest.approx(1.5, abs=1e-9)  # the switch tick: the source's own step
+    acceleration = abs(-rate * rate * x0 - 2.0 * rate * v0)  # the spring's at the switch
+    assert abs(velocity[4] - 1.5) < acceleration * DT  # then the velocity bends at the spring's rate

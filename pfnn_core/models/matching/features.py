@@ -50,6 +50,7 @@ def group_slices() -> dict[str, slice]:
 
 SLICES = group_slices()
 POSE_PART = slice(0, SLICES["hip_velocity"].stop)  # what a query copies from the frame being played
+VELOCITY_PART = slice(SLICES["foot_velocity"].start, SLICES["hip_velocity"].stop)  # feet and hips, [6:15]
 TRAJECTORY_PART = slice(SLICES["trajectory_position"].start, FEATURE_SIZE)
 
 
@@ -120,6 +121,20 @@ def asked_trajectory(x: np.ndarray, x_layout) -> tuple[np.ndarray, np.ndarray, n
 def query_trajectory(x: np.ndarray, x_layout) -> np.ndarray:
     """[B, 12] the trajectory groups of a query from the model input (`asked_trajectory`)."""
     return asked_trajectory(x, x_layout)[0]
+
+
+def asked_velocities(trajectory: np.ndarray) -> np.ndarray:
+    """[B, 9] velocity groups (left and right ankle, hips; root frame, m/s) of a body moving as the asked
+    trajectory [B, 12] does over its first third of a second: its mean velocity there, y 0. The feet get
+    it too (over a step an ankle moves on average as the body does)."""
+    velocity = np.zeros((len(trajectory), 3))
+    velocity[:, [0, 2]] = np.asarray(trajectory)[:, 0:2] * (60.0 / TRAJECTORY_FRAMES[0])
+    return np.concatenate([velocity, velocity, velocity], axis=-1)
+
+
+def asks_to_stand(trajectory: np.ndarray, distance: float) -> np.ndarray:
+    """[B] bool: the asked trajectory [B, 12] ends within `distance` (m) of the root at +1 s."""
+    return np.hypot(trajectory[:, 4], trajectory[:, 5]) < distance
 
 
 @njit

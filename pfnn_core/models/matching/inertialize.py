@@ -164,17 +164,20 @@ def _pose(b, rotations, hips, first, second, frac, rot_off, hips_off, parents, b
 def play_kernel(rotations, hips, motion, contacts, phase, frac, switch, row_dt, frame_step, halflife, dt,
                 rot_off, rot_vel, hips_off, hips_vel, root_off, root_vel, last_pos, last_root, has_last,
                 parents, bone_offsets, anchor, down_order, above_anchor, starts, y, out_pos, out_root):
-    """Per character: a switch's offsets (`switch`), the offsets' decay over dt, then the output row y[b]
+    """Per character: the offsets' decay over dt, a switch's offsets (`switch`), then the output row y[b]
     from the playing rows (the found ones after a switch, at 0, else the current ones at `frac`).
     Gathered rows per character (`rotations` [B, 4, J, 4] etc.): current, its next, found, its next."""
     rate = spring_rate(halflife)
     for b in range(y.shape[0]):
         t = frac[b]
         first, second = CURRENT, CURRENT_NEXT
+        # decay first: a switch starts from what this tick shows without it (the source at `frac` with its
+        # offsets decayed), so the switch tick shows exactly that and the velocity carries on; decayed
+        # after the switch, the offset's velocity moved the pose once more (a one-tick velocity spike)
+        _decay_all(b, rate, dt, rot_off, rot_vel, hips_off, hips_vel, root_off, root_vel)
         if switch[b]:
             _switch_offsets(b, rotations, hips, motion, t, row_dt, rot_off, rot_vel, hips_off, hips_vel, root_off)
             first, second, t = FOUND, FOUND_NEXT, 0.0
-        _decay_all(b, rate, dt, rot_off, rot_vel, hips_off, hips_vel, root_off, root_vel)
         _pose(b, rotations, hips, first, second, t, rot_off, hips_off, parents, bone_offsets, anchor, down_order,
               above_anchor, starts, y, out_pos)
         for k in range(3):

@@ -6,10 +6,13 @@ Each tick, per character: the playback moves on by dt (between the database's ro
 frames of 60 Hz apart); a search runs when `matching_search_interval` has passed since the last one,
 at once when the asked-for trajectory changed sharply (`SHARP_MOVE`, `SHARP_TURN`), when a clip runs
 out, and at the first tick. A query is the played frame's pose features with the planned trajectory
-(`matching_features`); the search (`matching_search`) looks in the character's style. The frame
-playing (or one within `NEAR_ROWS` of it in its clip) being the best, nothing changes; otherwise the
-character switches there (`matching_inertialize`). Gait and strafing need no input of their own: the
-trajectory's speed and facings select runs, walks and side-steps.
+(`matching_features`); the planned future is the command springs' prediction alone (`blend_weights`),
+and at a start or a stop the body's velocities come from it too (`queries`). The search
+(`matching_search`) looks in the character's style, and in every style when the style's best frame
+misses the asked path by more than `TRAJECTORY_MISS` (most styles have no side-step). The frame playing
+(or one within `NEAR_ROWS` of it in its clip) being the best, or the best not `SWITCH_MARGIN` cheaper,
+nothing changes; otherwise the character switches there (`matching_inertialize`). Gait and strafing
+need no input of their own: the trajectory's speed and facings select runs, walks and side-steps.
 
 `load_matching_checkpoint` reads the file `matching_build` writes; the runtime reaches no training or
 data-building code from here.
@@ -29,8 +32,11 @@ from pfnn_core.models.matching.features import (
     FEATURE_GROUPS,
     POSE_PART,
     TRAJECTORY_PART,
+    VELOCITY_PART,
     Normalisation,
     asked_trajectory,
+    asked_velocities,
+    asks_to_stand,
     default_weights,
     pose_features,
     sharp_change,
@@ -42,6 +48,9 @@ from pfnn_core.models.matching.search import MatchingIndex
 NEAR_ROWS = 2  # a best frame this many rows from the one playing, in its clip, is the one playing
 SHARP_MOVE = 0.3  # m: a trajectory sample this far from where it was at the last search searches at once
 SHARP_TURN = math.radians(30.0)  # ... or a facing this many radians turned
+STAND_DISTANCE = 0.2  # m: an asked trajectory ending this near the root at +1 s asks to stand
+TRAJECTORY_MISS = 10.0  # d^2 of the trajectory groups: a style's best frame missing the path by more borrows
+SWITCH_MARGIN = 0.2  # a found frame must cost this share less than the one playing to switch to it
 DEFAULT_INTERVAL = 0.1  # s, without the live setting
 DEFAULT_HALFLIFE = 0.1  # s
 
@@ -152,6 +161,13 @@ class MatchingModel(MotionModel):
                                parts["joint_rot"][0].copy())
         return self._mean_pose
 
+    def blend_weights(self, bias: float, bias_strafe: float) -> np.ndarray:
+        """[2, F] all ones: the planned future is the command springs' prediction alone, not blended with
+        the future answered last tick. The query is matched on the trajectory asked for now, as in
+        Holden's demo; blended with the last answer (the PFNN's rule) it lagged the stick by several
+        searches, and the frame playing kept winning after a start or a stop."""
+        return np.ones((2, len(self.future_offsets)))
+
     # ---- the tick ----------------------------------------------------------------------------------
     def predict_batch(self, inputs: ModelInput) -> ModelOutput:
         settings, dt, database = inputs.settings, float(inputs.dt), self.database
@@ -179,6 +195,20 @@ class MatchingModel(MotionModel):
         state["switches"] += switch
         return ModelOutput(y, state)
 
+    def queries(self, rows: np.ndarray, trajectory: np.ndarray) -> np.ndarray:
+        """[B, 27] the queries of characters playing `rows` [B] asked for `trajectory` [B, 12]: the pose
+        groups of the frame playing and the trajectory asked. At a start or a stop (the frame standing and
+        the trajectory moving, or the reverse) the body's velocities come from the asked trajectory
+        (`asked_velocities`): the data holds no starts or stops, so velocities of rest matched against
+        moving frames (or of a walk against standing ones) kept the character in what it played."""
+        database = self.database
+        queries = np.empty((len(rows), database.features.shape[1]))
+        queries[:, POSE_PART] = database.features[rows, POSE_PART]
+        queries[:, TRAJECTORY_PART] = trajectory
+        changing = database.row_standing[rows] != asks_to_stand(trajectory, STAND_DISTANCE)
+        queries[changing, VELOCITY_PART] = asked_velocities(trajectory[changing])
+        return queries
+
     def _search(self, inputs: ModelInput, state: dict, current, fresh, searching, trajectory):
         """(found row [B], switch [B] bool) of the characters `searching` [B]: their queries, the search and
         the rule for keeping the frame playing (the others keep theirs); the state's clock and last-search
@@ -189,17 +219,18 @@ class MatchingModel(MotionModel):
         who = np.flatnonzero(searching)
         if len(who) == 0:
             return found, switch
-        queries = np.empty((len(who), database.features.shape[1]))
-        queries[:, POSE_PART] = database.features[current[who], POSE_PART]
+        queries = self.queries(current[who], trajectory[who])
         new = fresh[who]
         if new.any():
             x = self.x_layout.unpack(inputs.x[who[new]])
             queries[new, POSE_PART] = pose_features(x["joint_pos"], x["joint_vel"], self.feet, self.anchor)
-        queries[:, TRAJECTORY_PART] = trajectory[who]
         self.index.set_weights(live_weights(settings))
-        result = self.index.search(queries, None if inputs.style is None else inputs.style[who])
+        result = self.index.search_borrowing(queries, None if inputs.style is None else inputs.style[who],
+                                             TRAJECTORY_PART, TRAJECTORY_MISS)
         near = ((database.segment_of[result.rows] == database.segment_of[current[who]])
                 & (np.abs(result.rows - current[who]) <= NEAR_ROWS) & ~new)
+        # the frame playing goes on unless the best is clearly better: a switch costs a blend (and its pops)
+        near |= (self.index.cost_of(queries, current[who]) * (1.0 - SWITCH_MARGIN) <= result.cost) & ~new
         found[who] = np.where(near, current[who], result.rows)
         switch[who] = ~near
         state["clock"][who] = 0.0

@@ -102,6 +102,23 @@ class MatchingIndex:
             best_cost[chosen], best_distance[chosen] = cost[better], distance[better]
         return Found(best_rows, best_cost, best_distance)
 
+    def search_borrowing(self, queries: np.ndarray, style: np.ndarray | None, part: slice, miss: float) -> Found:
+        """`search`, then for each query whose best frame in its styles still misses it by more than `miss`
+        (d^2 over the dimensions `part`) the nearest row of every style, taken when it costs less: a style
+        with no frame of the motion asked (most have no side-step) borrows one rather than stand still."""
+        found = self.search(queries, style)
+        if style is None or self.num_styles == 0:
+            return found
+        points = self.normalised(queries)[:, part] - self.normalised(self.database.features[found.rows])[:, part]
+        missed = np.flatnonzero(np.einsum("bi,bi->b", points, points) > miss)
+        if len(missed):
+            other = self.search(queries[missed], None)
+            better = other.cost < found.cost[missed]
+            chosen = missed[better]
+            found.rows[chosen] = other.rows[better]
+            found.cost[chosen], found.distance[chosen] = other.cost[better], other.distance[better]
+        return found
+
     def cost_of(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """d^2 of each query [B, 27] to a given row [B] (no style weighting)."""
         gap = self.normalised(queries) - self.normalised(self.database.features[rows])

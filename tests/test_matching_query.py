@@ -1,0 +1,92 @@
+"""Motion matching's queries after a sharp change of the input: the trajectory asked for (a database
+frame's own future) finds a frame moving the new way, from standing (a start, which the data does not
+hold), from a walk turned away (a turn) and from a walk asked to stand (a stop)."""
+import numpy as np
+import pytest
+from test_matching_build import CLIPS, linked_folder
+
+from pfnn_core.models.matching.build import build_matching
+from pfnn_core.models.matching.features import SLICES, TRAJECTORY_PART
+from pfnn_core.models.matching.model import TRAJECTORY_MISS
+from pfnn_core.models.registry import load_checkpoint
+from pfnn_core.runtime.character import Character
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    folder = linked_folder(tmp_path_factory.mktemp("clips"), CLIPS)
+    out = folder.parent / "mm.safetensors"
+    build_matching(folder, out, say=lambda message: None)
+    return Character(load_checkpoint(out)).model
+
+
+def normal(model) -> np.ndarray:
+    style = np.zeros((1, model.num_styles))
+    style[0, model.style_names.index("normal")] = 1.0
+    return style
+
+
+def clip_rows(model, word: str) -> np.ndarray:
+    """Searchable rows of the unmirrored clip whose file name holds `word`."""
+    database = model.database
+    clips = [k for k, name in enumerate(model.config.clips) if word in name]
+    segment = np.isin(database.segments[database.segment_of, 2], clips) & (database.segments[database.segment_of, 6] == 0)
+    return np.flatnonzero(segment & database.candidates)
+
+
+def ahead(features) -> np.ndarray:
+    """[N, 2] the +1 s trajectory position (x, z, root frame) of feature rows."""
+    return features[..., SLICES["trajectory_position"]][..., 4:6]
+
+
+def facing_ahead(features) -> np.ndarray:
+    return features[..., SLICES["trajectory_facing"]][..., 4:6]
+
+
+def search(model, rows, trajectory):
+    queries = model.queries(np.asarray(rows), np.asarray(trajectory)[None])
+    return queries, model.index.search_borrowing(queries, normal(model), TRAJECTORY_PART, TRAJECTORY_MISS)
+
+
+def test_a_start_from_standing_finds_a_walking_frame_going_the_asked_way(model):
+    database = model.database
+    standing = int(np.flatnonzero(database.row_standing & database.candidates)[0])
+    walk = clip_rows(model, "_walk_normal_")
+    straight = walk[(ahead(database.features[walk])[:, 1] > 1.0) & (facing_ahead(database.features[walk])[:, 1] > 0.99)]
+    asked = database.features[straight[len(straight) // 2], TRAJECTORY_PART]
+    queries, found = search(model, [standing], asked)
+    # the body's velocities are the asked path's first third of a second: 3 x its +20 frame sample, y 0
+    velocity = np.array([3.0 * asked[0], 0.0, 3.0 * asked[1]])
+    np.testing.assert_allclose(queries[0, SLICES["hip_velocity"]], velocity, atol=1e-12)
+    np.testing.assert_allclose(queries[0, SLICES["foot_velocity"]], np.tile(velocity, 2), atol=1e-12)
+    row = int(found.rows[0])
+    assert not database.row_standing[row]
+    got, want = ahead(database.features[row]), asked[4:6]
+    # going the asked way (within 15 degrees at +1 s) and at least half as far (a walk getting going)
+    assert np.degrees(np.arccos(got @ want / np.linalg.norm(got) / np.linalg.norm(want))) < 15.0
+    assert np.linalg.norm(got) > 0.5 * np.linalg.norm(want)
+
+
+def test_a_walk_asked_to_turn_finds_a_frame_turning_that_way(model):
+    database = model.database
+    walk, turn = clip_rows(model, "_walk_normal_"), clip_rows(model, "walk-turn-left")
+    playing = int(walk[(facing_ahead(database.features[walk])[:, 1] > 0.99)][0])
+    facings = facing_ahead(database.features[turn])
+    turned = turn[np.degrees(np.arctan2(np.abs(facings[:, 0]), facings[:, 1])) > 45.0]
+    asked = database.features[turned[len(turned) // 2], TRAJECTORY_PART]
+    _, found = search(model, [playing], asked)
+    row = int(found.rows[0])
+    got, want = facing_ahead(database.features[row]), asked[10:12]
+    assert np.degrees(np.arccos(np.clip(got @ want, -1.0, 1.0))) < 20.0  # facing where the asked path faces at +1 s
+    assert np.linalg.norm(ahead(database.features[row]) - asked[4:6]) < 0.3
+
+
+def test_a_walk_asked_to_stand_finds_a_standing_frame(model):
+    database = model.database
+    walk = clip_rows(model, "_walk_normal_")
+    playing = int(walk[len(walk) // 2])
+    standing = int(np.flatnonzero(database.row_standing & database.candidates)[0])
+    asked = database.features[standing, TRAJECTORY_PART]
+    queries, found = search(model, [playing], asked)
+    np.testing.assert_allclose(queries[0, SLICES["hip_velocity"]], np.zeros(3), atol=1e-6)
+    assert database.row_standing[int(found.rows[0])]
