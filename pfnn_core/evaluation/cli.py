@@ -56,6 +56,17 @@ def model_styles(card, reference) -> list[str]:
     return sorted(names, key=lambda name: -(stats[name].minutes if name in stats else 0.0))
 
 
+def _suite(quick: bool, scripts, styles) -> list:
+    """The built-in drives for these styles, or the drives of the given script files."""
+    return drive_suite(quick, styles=styles) if not scripts else [drive_from_script(path) for path in scripts]
+
+
+def _check_drive_names(drives, suite) -> None:
+    unknown = sorted(set(drives or ()) - {d.name for d in suite})
+    if unknown:
+        raise ValueError(f"unknown drive {unknown[0]!r}; the suite has {', '.join(d.name for d in suite)}")
+
+
 def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=None, drives=None,
              scripts=None, physics=None) -> dict:
     """Run the suite on one checkpoint; write out_dir/report.md, results.json, plots/ and drives/.
@@ -74,6 +85,7 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     checkpoint = load_checkpoint(checkpoint_path)
     card = checkpoint.card
+    _check_drive_names(drives, _suite(quick, scripts, card.style_names))  # a typo is told before the mocap loads
     names, parents = card.names, np.asarray(card.skeleton["parents"], int)
     folder = reference_folder(card, bvh_dir)
     paths = clips_on_skeleton(bvh.find_files(folder), names) if folder.exists() else []
@@ -84,12 +96,9 @@ def evaluate(checkpoint_path, out_dir, quick: bool = False, bvh_dir=None, log=No
     reference = mocap_reference(clips, names, parents, card)
     say(f"mocap reference: {len(clips)} clips from {folder} ({time.perf_counter() - started:.0f} s)")
 
-    suite = (drive_suite(quick, styles=model_styles(card, reference)) if not scripts
-             else [drive_from_script(path) for path in scripts])
+    suite = _suite(quick, scripts, model_styles(card, reference))
     if drives:
-        unknown = sorted(set(drives) - {d.name for d in suite})
-        if unknown:
-            raise ValueError(f"unknown drive {unknown[0]!r}; the suite has {', '.join(d.name for d in suite)}")
+        _check_drive_names(drives, suite)
         suite = [d for d in suite if d.name in drives]
     records = []
     for drive in suite:
