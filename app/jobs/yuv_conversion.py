@@ -66,9 +66,7 @@ class Yuv420Pass:
             self.picture_framebuffer = ctx.framebuffer(color_attachments=[self.picture])
         size = planes_target_size(video_size)
         if self.planes is None or self.planes.size != size:
-            if self.planes is not None:
-                self.target.release()
-                self.planes.release()
+            self._release_planes()
             self.planes = ctx.texture(size, 1)
             self.target = ctx.framebuffer(color_attachments=[self.planes])
 
@@ -78,11 +76,14 @@ class Yuv420Pass:
             self.picture.release()
             self.picture = self.picture_framebuffer = None
 
-    def release(self) -> None:
-        self._release_picture()
+    def _release_planes(self) -> None:
         if self.planes is not None:
             self.target.release()
             self.planes.release()
             self.planes = self.target = None
+
+    def release(self) -> None:
+        self._release_picture()
+        self._release_planes()
         for item in (self.luma_draw, self.chroma_draw, self.luma, self.chroma):
             item.release()
