@@ -12,7 +12,7 @@ from pfnn_core.features.layout import make_layouts
 from pfnn_core.models.checkpoint import CheckpointError, read_checkpoint_file, write_checkpoint
 from pfnn_core.models.mvae.checkpoint import network_of, save_mvae
 from pfnn_core.models.mvae.frames import TRIM_S, SequenceIndex, condition, phase_features
-from pfnn_core.models.mvae.losses import collapse_warning, kl_per_dimension
+from pfnn_core.models.mvae.losses import SKATE_BAND, FrameParts, collapse_warning, jerk, kl_per_dimension, skate
 from pfnn_core.models.mvae.model import MVAEModel
 from pfnn_core.models.mvae.networks import MotionVAE, MVAEConfig, NumpyMVAE
 from pfnn_core.models.registry import build_model, load_checkpoint
@@ -115,6 +115,46 @@ def test_the_kl_is_zero_at_the_prior_and_collapse_is_named():
     assert collapse_warning(np.r_[np.full(8, 0.5), np.zeros(24)]) is None
     message = collapse_warning(np.r_[np.full(7, 0.5), np.full(25, 1e-7)])
     assert message and "7 of 32" in message
+
+
+def _raw_parts(floor) -> FrameParts:
+    """Frame parts of the 22-joint layout with identity normalisation (frames hold raw values)."""
+    size = LAYOUTS.y.size
+    return FrameParts.of(LAYOUTS.y, [3, 4, 7, 8], np.zeros(size), np.ones(size), "cpu", floor)
+
+
+def test_the_skate_term_weighs_foot_speed_by_nearness_to_the_floor_and_counts_sinking():
+    floor = [0.12, 0.045, 0.12, 0.045]
+    parts = _raw_parts(floor)
+    frame = torch.zeros(1, LAYOUTS.y.size)
+    heights = [0.12, 0.045 + SKATE_BAND / 2, 0.12 + SKATE_BAND, 0.045 - 0.03]  # on, half-way, at H, sunk 3 cm
+    speeds = [(0.3, 0.4), (1.0, 0.0), (2.0, 0.0), (0.0, 0.2)]  # horizontal (x, z): 0.5, 1, 2, 0.2 m/s
+    for joint in range(4):
+        frame[0, parts.foot_pos[joint, 1]] = heights[joint]
+        frame[0, parts.foot_vel[joint, 0]], frame[0, parts.foot_vel[joint, 1]] = speeds[joint]
+        frame[0, parts.foot_vel[joint, 0] + 1] = 5.0  # vertical speed: not a slide
+    # w = 2 - 2^(h/H): 1 on the floor, 2 - sqrt(2) half-way, 0 at H; sinking counts below floor - H (1 cm)
+    expected = (1.0 * 0.5 + (2.0 - 2.0 ** 0.5) * 1.0 + 0.0 * 2.0 + (1.0 * 0.2 + 0.01)) / 4
+    assert float(skate(frame, parts)[0]) == pytest.approx(expected, rel=1e-5)
+    frame.requires_grad_(True)
+    skate(frame, parts).sum().backward()
+    assert float(frame.grad[0, parts.foot_pos[1, 1]]) == 0.0  # the weight is held: no gain from lifting a foot
+
+
+def test_the_jerk_term_is_zero_for_constant_acceleration_and_exact_for_a_cubic():
+    parts = _raw_parts(None)
+    index = parts.pose
+
+    def frames(coefficient, times):
+        out = torch.zeros(1, len(times), LAYOUTS.y.size)
+        for k, t in enumerate(times):
+            out[0, k, index] = 0.5 * t * t + coefficient * t ** 3
+        return out
+
+    quadratic = frames(0.0, [0, 1, 2, 3])
+    assert float(jerk(quadratic[:, 3], quadratic[:, :3], quadratic[:, 3], quadratic[:, :3], parts)[0]) == 0.0
+    cubic = frames(1.0, [0, 1, 2, 3])  # third difference of t^3 with unit steps: 6
+    assert float(jerk(cubic[:, 3], cubic[:, :3], quadratic[:, 3], quadratic[:, :3], parts)[0]) == pytest.approx(36.0)
 
 
 @pytest.fixture(scope="module")

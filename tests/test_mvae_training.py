@@ -163,3 +163,32 @@ def test_a_time_limit_ends_the_stages_early_and_says_so(tmp_path):
     training = load_checkpoint(result.out_path).card.training
     assert training["batches"] == 10  # one VAE epoch, then no time left for more
     assert len(training["time_limits"]) == 2 and "vae stage ended after epoch 1" in training["time_limits"][0]
+
+
+def test_a_policy_only_run_keeps_the_encoder_and_decoder_and_trains_the_policy_with_its_own_terms(tmp_path):
+    source = train(_tiny(tmp_path, vae_epochs=1, decoder_only_epochs=0, kl_warmup_epochs=0, teacher_epochs=0,
+                         ramp_epochs=0, policy_epochs=1, batches_per_epoch=4, batch_size=16))
+    before = load_checkpoint(source.out_path)
+    config = _tiny(tmp_path, out=str(tmp_path / "policy.safetensors"), policy_only=str(source.out_path),
+                   vae_epochs=1, policy_epochs=2, batches_per_epoch=3, batch_size=16, policy_rollout=5,
+                   policy_foot_weight=2.0, skate_weight=0.2, jerk_weight=0.2, style_weight=0.1, max_minutes=60)
+    result = train(config)
+    after = load_checkpoint(result.out_path)
+    changed = {name for name, value in after.tensors.items() if not torch.equal(value, before.tensors[name])}
+    assert changed and all(name.startswith("model.policy.") for name in changed)
+    assert after.card.training["batches"] == 6  # the policy's 2 epochs x 3; no VAE batch
+    history = after.card.extra["loss_history"]
+    assert history["vae"] == before.card.extra["loss_history"]["vae"]
+    assert len(history["policy"]["total"]) == 2
+    # these clips are of one style: nothing for a style classifier to tell apart, so no style term
+    assert {"skate", "jerk"} <= set(history["val"]["policy"]) and "style" not in history["val"]["policy"]
+    assert after.card.extra["kl_per_dim"] == before.card.extra["kl_per_dim"]
+
+
+def test_the_policy_weights_and_rollout_length_follow_the_config():
+    config = MVAETrainConfig(foot_weight=0.5, policy_foot_weight=-1.0, rollout=8, policy_rollout=0)
+    assert config.weights("policy").foot == 0.5 and config.rollout_length("policy") == 8
+    config = replace(config, policy_foot_weight=2.0, skate_weight=0.3, policy_rollout=24)
+    policy, vae = config.weights("policy"), config.weights("vae")
+    assert (policy.foot, policy.skate, vae.foot, vae.skate) == (2.0, 0.3, 0.5, 0.0)
+    assert config.rollout_length("policy") == 24 and config.rollout_length("vae") == 8

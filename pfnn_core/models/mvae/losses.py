@@ -6,7 +6,12 @@
 - foot: the horizontal speed (m/s) of the 4 contact joints where the data's contact label is on,
   counted only above the data's own foot speed there (mocap feet creep a little: never fight the data);
 - acceleration: the second difference of the joint positions and rotations (normalised) against the
-  data's, so the motion is as smooth as the data, neither jittery nor damped.
+  data's, so the motion is as smooth as the data, neither jittery nor damped; jerk the same of the
+  third difference;
+- skate (the policy's, optional): the horizontal speed (m/s) of the 4 contact joints weighted as the
+  evaluation's foot skating weighs a step (w = 2 - 2^(h/H), h the height above the joint's floor level,
+  H = 2 cm; w held fixed, so the feet are not lifted to hide a slide), plus how far (m) a joint sinks
+  more than H below its floor level.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+SKATE_BAND = 0.02  # m: H of the evaluation's foot-skating contacts
 ACTIVE_KL = 0.01  # nats: a latent dimension whose mean KL is above this carries information
 COLLAPSE_SHARE = 0.25  # warn when fewer than this share of the dimensions are active
 
@@ -29,21 +35,27 @@ class FrameParts:
     foot_vel: torch.Tensor  # [4, 2] indices of the contact joints' horizontal (x, z) velocity
     pose: torch.Tensor  # indices of joint positions and rotations (the acceleration term)
     root: torch.Tensor  # indices of the root velocity and yaw rate (the policy's responsiveness term)
+    foot_pos: torch.Tensor | None = None  # [4, 3] indices of the contact joints' positions (root frame)
+    floor: torch.Tensor | None = None  # [4] m, the contact joints' floor levels (the skate term)
 
     @staticmethod
-    def of(y_layout, foot_joints, mean, std, device) -> "FrameParts":
+    def of(y_layout, foot_joints, mean, std, device, floor_heights=None) -> "FrameParts":
         def block(name):
             part = y_layout.slice(name)
             return np.arange(part.start, part.stop)
 
         joint_vel = block("joint_vel").reshape(-1, 3)
+        joint_pos = block("joint_pos").reshape(-1, 3)
+        floor = np.zeros(len(foot_joints)) if floor_heights is None else np.asarray(floor_heights, np.float64)
         as_long = lambda a: torch.as_tensor(np.asarray(a, np.int64), device=device)  # noqa: E731
         return FrameParts(
             mean=torch.as_tensor(np.asarray(mean, np.float32), device=device),
             std=torch.as_tensor(np.asarray(std, np.float32), device=device),
             contacts=as_long(block("contacts")), foot_vel=as_long(joint_vel[np.asarray(foot_joints)][:, [0, 2]]),
             pose=as_long(np.concatenate([block("joint_pos"), block("joint_rot")])),
-            root=as_long(np.concatenate([block("root_vel"), block("root_yaw_rate")])))
+            root=as_long(np.concatenate([block("root_vel"), block("root_yaw_rate")])),
+            foot_pos=as_long(joint_pos[np.asarray(foot_joints)]),
+            floor=torch.as_tensor(floor.astype(np.float32), device=device))
 
 
 def kl_per_dimension(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
@@ -74,6 +86,31 @@ def acceleration(pred: torch.Tensor, history: torch.Tensor, target: torch.Tensor
     predicted = pred[:, index] - 2.0 * history[:, -1, index] + history[:, -2, index]
     real = target[:, index] - 2.0 * real_history[:, -1, index] + real_history[:, -2, index]
     return ((predicted - real) ** 2).mean(-1)
+
+
+def jerk(pred: torch.Tensor, trail: torch.Tensor, target: torch.Tensor, real_trail: torch.Tensor,
+         parts: FrameParts) -> torch.Tensor:
+    """[B] squared error of the pose's third difference (pred - 3 h[-1] + 3 h[-2] - h[-3], h the frames
+    before it) against the data's; normalised units."""
+    index = parts.pose
+
+    def third(now, before):
+        return now[:, index] - 3.0 * before[:, -1, index] + 3.0 * before[:, -2, index] - before[:, -3, index]
+
+    return ((third(pred, trail) - third(target, real_trail)) ** 2).mean(-1)
+
+
+def skate(pred: torch.Tensor, parts: FrameParts) -> torch.Tensor:
+    """[B] mean over the contact joints of w x horizontal speed (m/s), w = clip(2 - 2^(h/H), 0, 1) the
+    evaluation's contact weight at height h above the joint's floor level (held fixed), plus the depth
+    (m) below floor - H."""
+    def real(index):
+        return pred[:, index] * parts.std[index] + parts.mean[index]
+
+    height = real(parts.foot_pos[:, 1]) - parts.floor
+    weight = (2.0 - torch.pow(2.0, torch.relu(height.detach()) / SKATE_BAND)).clamp(0.0, 1.0)
+    speed = real(parts.foot_vel).norm(dim=-1)
+    return (weight * speed + torch.relu(-height - SKATE_BAND)).mean(-1)
 
 
 def active_dimensions(kl_per_dim: np.ndarray) -> int:

@@ -18,8 +18,10 @@ from pfnn_core.models.mvae.losses import (
     FrameParts,
     acceleration,
     foot_velocity,
+    jerk,
     kl_per_dimension,
     reconstruction,
+    skate,
 )
 from pfnn_core.models.mvae.networks import MotionVAE
 
@@ -34,6 +36,7 @@ class MVAETensors:
     style: torch.Tensor | None  # [N] long, None without styles
     num_styles: int
     parts: FrameParts
+    style_classifier: torch.nn.Module | None = None  # frame -> style logits, frozen (the policy's style term)
 
     def condition(self, rows: torch.Tensor) -> torch.Tensor:
         style = None if self.style is None else functional.one_hot(self.style[rows], self.num_styles).float()
@@ -46,6 +49,9 @@ class LossWeights:
     foot: float = 0.5
     acceleration: float = 0.1
     velocity: float = 1.0  # the policy's root-velocity term
+    skate: float = 0.0  # the policy's: feet near the floor sliding or sunk (`losses.skate`)
+    jerk: float = 0.0  # the policy's: the pose's third difference against the data's
+    style: float = 0.0  # the policy's: cross-entropy of the style classifier on the decoded frames
 
 
 def history_length(window: int) -> int:
@@ -99,19 +105,23 @@ def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, w
                    zero_start: float = 0.25) -> dict:
     """Mean loss terms over fully autoregressive policy rollouts along `rows` [B, H + L]
     (H = `policy_history_length`), in pose space through the frozen decoder: reconstruction of the
-    data's frames under the data's control, root velocity (responsiveness), acceleration (smoothness).
+    data's frames under the data's control, root velocity (responsiveness), acceleration (smoothness),
+    foot velocity on the data's contacts; with their weights set, skating near the floor, jerk (from the
+    second frame on) and the style classifier's cross-entropy against the commanded style.
     The first current latent is the posterior mean of the last real transition, or the prior mean
     (zero, as at a runtime start) for a `zero_start` share of the rollouts."""
     window = model.config.window
     history_count = policy_history_length(window)
     real = tensors.frames[rows]
     history = real[:, :history_count]
+    trail = history
     with torch.no_grad():
         z, _ = model.encoder(history[:, history_count - window:])
         z = torch.where(torch.rand(len(rows), 1, device=rows.device) < zero_start, torch.zeros_like(z), z)
     sums: dict[str, torch.Tensor] = {}
     steps = rows.shape[1] - history_count
     root = tensors.parts.root
+    extra = _policy_extra_terms(weights, tensors)
     for step in range(steps):
         t = history_count + step
         target = real[:, t]
@@ -122,10 +132,29 @@ def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, w
                  "velocity": ((pred[:, root] - target[:, root]) ** 2).mean(),
                  "acceleration": acceleration(pred, history, target, real[:, t - 2:t], tensors.parts).mean(),
                  "foot": foot_velocity(pred, target, tensors.parts).mean()}
+        if "skate" in extra:
+            terms["skate"] = skate(pred, tensors.parts).mean()
+        if "jerk" in extra and t >= 3:
+            terms["jerk"] = jerk(pred, trail, target, real[:, t - 3:t], tensors.parts).mean() * steps / (steps - 1)
+        if "style" in extra:
+            logits = tensors.style_classifier(pred)
+            terms["style"] = functional.cross_entropy(logits, tensors.style[rows[:, t]])
         for name, value in terms.items():
             sums[name] = sums.get(name, 0.0) + value / steps
         history = torch.cat([history[:, 1:], pred.detach()[:, None]], 1)
+        trail = torch.cat([trail[:, -2:], pred.detach()[:, None]], 1)
         z = z.detach()
     sums["total"] = (sums["reconstruction"] + weights.velocity * sums["velocity"]
                      + weights.acceleration * sums["acceleration"] + weights.foot * sums["foot"])
+    for name in extra:
+        sums.setdefault(name, torch.zeros(()))
+        sums["total"] = sums["total"] + getattr(weights, name) * sums[name]
     return sums
+
+
+def _policy_extra_terms(weights: LossWeights, tensors: MVAETensors) -> tuple:
+    """The optional policy terms whose weight is set (the style term also needs styles and a classifier)."""
+    names = [name for name in ("skate", "jerk") if getattr(weights, name) > 0.0]
+    if weights.style > 0.0 and tensors.style is not None and tensors.style_classifier is not None:
+        names.append("style")
+    return tuple(names)

@@ -26,6 +26,37 @@ from pfnn_core.models.mvae.rollouts import (
 VAL_CHUNK = 512
 TERMS = {"vae": ("total", "reconstruction", "kl", "foot", "acceleration"),
          "policy": ("total", "reconstruction", "velocity", "acceleration", "foot")}
+EXTRA_POLICY_TERMS = ("skate", "jerk", "style")  # kept in the history when their weight is set
+CLASSIFIER_STEPS, CLASSIFIER_BATCH = 400, 512
+
+
+def terms_of(config) -> dict:
+    """The loss terms each stage of this run records."""
+    weights = config.weights("policy")
+    extra = tuple(name for name in EXTRA_POLICY_TERMS if getattr(weights, name) > 0.0)
+    return {"vae": TERMS["vae"], "policy": TERMS["policy"] + extra}
+
+
+def train_style_classifier(tensors: MVAETensors, train_rows, seed: int, hidden: int = 128) -> torch.nn.Module:
+    """A small MLP from a normalised frame to style logits, trained on the training rows (seeded, so a
+    resumed run gets the same one), frozen."""
+    generator = torch.Generator().manual_seed(seed + 2)
+    with torch.random.fork_rng():  # its own initialisation: the run's random stream is not moved
+        torch.manual_seed(seed + 2)
+        classifier = torch.nn.Sequential(torch.nn.Linear(tensors.frames.shape[1], hidden), torch.nn.ELU(),
+                                         torch.nn.Linear(hidden, hidden), torch.nn.ELU(),
+                                         torch.nn.Linear(hidden, tensors.num_styles))
+    rows = torch.as_tensor(np.asarray(train_rows, np.int64))
+    optimizer = torch.optim.Adam(classifier.parameters(), lr=1e-3)
+    for _ in range(CLASSIFIER_STEPS):
+        batch = rows[torch.randint(len(rows), (CLASSIFIER_BATCH,), generator=generator)]
+        loss = torch.nn.functional.cross_entropy(classifier(tensors.frames[batch]), tensors.style[batch])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    for parameter in classifier.parameters():
+        parameter.requires_grad_(False)
+    return classifier.eval()
 
 
 def _pfnn_train_config(config):
@@ -50,7 +81,8 @@ def _tensors(data, norm: dict, x_layout, y_layout) -> MVAETensors:
         x_part = np.asarray(data.x[part])[:, control_index]
         control[part] = (x_part - norm["x_mean"][control_index]) / norm["x_std"][control_index]
     styles = num_styles(data)
-    parts = FrameParts.of(y_layout, _foot_joint_indices(data), norm["y_mean"], norm["y_std"], "cpu")
+    parts = FrameParts.of(y_layout, _foot_joint_indices(data), norm["y_mean"], norm["y_std"], "cpu",
+                          getattr(data, "floor_heights", None))
     return MVAETensors(torch.from_numpy(frames), torch.from_numpy(control),
                        torch.as_tensor(np.array(data.phase, np.float32)),
                        torch.as_tensor(np.asarray(data.style, np.int64)) if styles else None, styles, parts)
@@ -68,6 +100,12 @@ class Session:
         self.tensors = _tensors(data, self.norm, x_layout, y_layout)
         self.model = MotionVAE(config.network_config(y_layout.size, self.tensors.control.shape[1],
                                                      self.tensors.num_styles))
+        self.terms = terms_of(config)
+        if "style" in self.terms["policy"]:
+            if self.tensors.style is not None and self.tensors.num_styles > 1:
+                self.tensors.style_classifier = train_style_classifier(self.tensors, train_rows, config.seed)
+            else:  # one style or none: nothing to tell apart
+                self.terms["policy"] = tuple(term for term in self.terms["policy"] if term != "style")
         self.optimizer = {"vae": torch.optim.Adam(self.trained_parameters("vae"), lr=config.lr),
                           "policy": torch.optim.Adam(self.trained_parameters("policy"), lr=config.lr)}
         self.generator = torch.Generator().manual_seed(config.seed)
@@ -75,13 +113,14 @@ class Session:
         self.meta = checkpoint_meta(data, _pfnn_train_config(config), val_rows)
         self.epoch, self.batch, self.first_epoch, self.wall_before = 0, 0, 0, 0.0
         self.sums: dict = {}
-        self.history: dict = {stage: {term: [] for term in terms} for stage, terms in TERMS.items()}
-        self.history["val"] = {stage: {term: [] for term in terms} for stage, terms in TERMS.items()}
+        self.history: dict = {stage: {term: [] for term in terms} for stage, terms in self.terms.items()}
+        self.history["val"] = {stage: {term: [] for term in terms} for stage, terms in self.terms.items()}
         self.kl_per_dim = np.zeros(config.latent_size)
         self.latent_scale = np.ones(config.latent_size, np.float32)
         self.last_save = time.perf_counter()
         self.batches_done = 0
         self.time_limits: list[str] = []  # stages ended early to fit `max_minutes`
+        self.clock_epoch = 0  # the epoch this run's training clock started at (the policy's in a policy-only run)
 
     def _windows(self, data, train_rows, val_rows) -> None:
         """Start positions of the training and held-out windows of each stage (whole clips on one side)."""
@@ -89,9 +128,10 @@ class Session:
         is_train = np.zeros(len(data.y), bool)
         is_train[np.asarray(train_rows)] = True
         self.index, self.starts, self.val = index, {}, {}
-        window, length = self.config.window, self.config.rollout
+        window = self.config.window
         rng = np.random.default_rng(self.config.seed)
         for stage, history in (("vae", history_length(window)), ("policy", policy_history_length(window))):
+            length = self.config.rollout_length(stage)
             starts = index.starts(history, length)
             train = is_train[index.sequence[starts]]
             if not train.any():
@@ -112,11 +152,11 @@ class Session:
         starts = self.starts[stage]
         picked = starts[torch.randint(len(starts), (self.config.batch_size,), generator=self.generator)]
         history = history_length(self.config.window) if stage == "vae" else policy_history_length(self.config.window)
-        offsets = torch.arange(-history, self.config.rollout)
+        offsets = torch.arange(-history, self.config.rollout_length(stage))
         return torch.as_tensor(self.index.sequence)[picked[:, None] + offsets[None]]
 
     def add_batch(self, stage: str, terms: dict) -> None:
-        for term in TERMS[stage]:
+        for term in self.terms[stage]:
             self.sums[term] = self.sums.get(term, 0.0) + float(terms[term].detach())
         self.batch += 1
         self.batches_done += 1
@@ -129,12 +169,12 @@ class Session:
         rows, sums, kl, std = self.val[stage], {}, [], []
         state = torch.get_rng_state()
         torch.manual_seed(self.config.seed + 1)  # the same draws at every validation
-        weights = self.config.weights()
+        weights = self.config.weights(stage)
         for start in range(0, len(rows), VAL_CHUNK):
             chunk = rows[start:start + VAL_CHUNK]
             terms = (vae_rollout(self.model, self.tensors, chunk, weights, 1.0, True) if stage == "vae"
                      else policy_rollout(self.model, self.tensors, chunk, weights, zero_start=0.0))
-            for term in TERMS[stage]:
+            for term in self.terms[stage]:
                 sums[term] = sums.get(term, 0.0) + float(terms[term]) * len(chunk) / len(rows)
             if stage == "vae":
                 kl.append(terms["kl_per_dim"].numpy() * len(chunk) / len(rows))
@@ -150,11 +190,33 @@ class Session:
         return sums
 
     def end_epoch(self, stage: str, val: dict) -> None:
-        for term in TERMS[stage]:
+        for term in self.terms[stage]:
             self.history[stage][term].append(self.sums.get(term, 0.0) / max(self.batch, 1))
             self.history["val"][stage][term].append(float(val[term]))
         self.sums, self.batch = {}, 0
         self.epoch += 1
+
+    def start_from(self, path) -> None:
+        """A policy-only run: the encoder, decoder and policy of the model at `path` (its network config
+        must be this run's), its latent facts and VAE loss history; training starts at the policy stage."""
+        from pfnn_core.models.checkpoint import read_checkpoint_file
+        from pfnn_core.models.mvae.checkpoint import network_of
+
+        path = Path(path)
+        checkpoint = load_mvae_checkpoint(path, *read_checkpoint_file(path))
+        if checkpoint.config != self.model.config:
+            raise ValueError(f"{path}: its model config {checkpoint.config} differs from this run's")
+        self.model.load_state_dict(network_of(checkpoint).state_dict())
+        extra = checkpoint.card.extra
+        self.kl_per_dim = np.asarray(extra["kl_per_dim"])
+        self.latent_scale = checkpoint.tensors["latent.scale"].numpy()
+        stored = extra.get("loss_history") or {}
+        for stage, source in (("vae", stored.get("vae") or {}), ("val", (stored.get("val") or {}).get("vae") or {})):
+            target = self.history[stage] if stage == "vae" else self.history["val"]["vae"]
+            for term in target:
+                target[term] = list(source.get(term, []))
+        self.skip_to_policy()
+        self.clock_epoch = self.config.vae_epochs
 
     def skip_to_policy(self) -> None:
         self.epoch, self.batch, self.sums = self.config.vae_epochs, 0, {}
@@ -256,6 +318,8 @@ def prepare(config, data=None, progress=None) -> Session:
     if data is None:
         data = load_training_data(_pfnn_train_config(config))
     session = Session(config, data, progress)
+    if config.policy_only:
+        session.start_from(config.policy_only)
     if config.resume:
         session.restore(config.resume)
     return session

@@ -8,7 +8,14 @@ the trimmed training windows, `mvae_frames.SequenceIndex`):
    then the KL weight warms up linearly over `kl_warmup_epochs` to `kl_weight`. Rollouts of
    `rollout` frames with scheduled sampling: `teacher_epochs` teacher-forced, `ramp_epochs` ramping
    the feedback 0 -> 1, then fully autoregressive [Ling et al.: 8 frames; 20, 20 and 100 of 140 epochs].
-2. the control policy (`policy_epochs`) through the frozen decoder (`mvae_rollouts.policy_rollout`).
+2. the control policy (`policy_epochs`) through the frozen decoder (`mvae_rollouts.policy_rollout`),
+   on rollouts of `policy_rollout` frames (0: `rollout`), with its own foot weight and, when their
+   weights are set, a skating term near the floor, a jerk term and a style term (a small frame -> style
+   classifier trained on the data before the stage, then frozen).
+
+`policy_only` names a model checkpoint: its encoder and decoder are kept as they are (frozen), its
+policy is trained further for `policy_epochs` (the VAE stage is skipped; its facts and loss history
+are the checkpoint's).
 
 After every VAE epoch the KL of each latent dimension is measured on held-out clips; the number of
 active dimensions is logged, a warning given when fewer than a quarter are active (posterior
@@ -56,6 +63,12 @@ class MVAETrainConfig:
     foot_weight: float = 0.5
     acceleration_weight: float = 0.1
     velocity_weight: float = 1.0  # the policy's root-velocity (responsiveness) term
+    policy_foot_weight: float = -1.0  # the policy's foot term (< 0: foot_weight)
+    skate_weight: float = 0.0     # the policy's: feet within 2 cm of the floor sliding, or sunk (m/s, m)
+    jerk_weight: float = 0.0      # the policy's: the pose's third difference against the data's
+    style_weight: float = 0.0     # the policy's: the style classifier's cross-entropy on the decoded frames
+    policy_rollout: int = 0       # frames per policy rollout (0: `rollout`)
+    policy_only: str | None = None  # a model checkpoint: keep its encoder and decoder, train its policy on
     lr: float = 5e-4              # Adam, decayed linearly to lr_final within each stage
     lr_final: float = 1e-5
     max_grad_norm: float = 1.0
@@ -77,8 +90,15 @@ class MVAETrainConfig:
                           latent_size=self.latent_size, encoder=self.encoder, window=self.window,
                           encoder_hidden=self.hidden, decoder_hidden=self.hidden, experts=self.experts)
 
-    def weights(self) -> LossWeights:
-        return LossWeights(self.kl_weight, self.foot_weight, self.acceleration_weight, self.velocity_weight)
+    def weights(self, stage: str = "vae") -> LossWeights:
+        if stage == "vae":
+            return LossWeights(self.kl_weight, self.foot_weight, self.acceleration_weight, self.velocity_weight)
+        foot = self.foot_weight if self.policy_foot_weight < 0 else self.policy_foot_weight
+        return LossWeights(self.kl_weight, foot, self.acceleration_weight, self.velocity_weight,
+                           skate=self.skate_weight, jerk=self.jerk_weight, style=self.style_weight)
+
+    def rollout_length(self, stage: str) -> int:
+        return self.policy_rollout if stage == "policy" and self.policy_rollout > 0 else self.rollout
 
     @property
     def epochs(self) -> int:
@@ -143,10 +163,10 @@ def train(config, progress: Callable[[dict], None] | None = None, stop: threadin
 def _out_of_time(session: Session, config: MVAETrainConfig, started: float, reserve_epochs: int) -> bool:
     """With `max_minutes` set: whether one more epoch, and `reserve_epochs` after it, at the pace so far
     would run past it (the VAE stage keeps the policy's epochs in reserve)."""
-    if config.max_minutes <= 0 or session.epoch == 0:
+    if config.max_minutes <= 0 or session.epoch <= session.clock_epoch:
         return False
     elapsed = time.perf_counter() - started
-    per_epoch = elapsed / session.epoch
+    per_epoch = elapsed / (session.epoch - session.clock_epoch)
     return elapsed + per_epoch * (1 + reserve_epochs) > config.max_minutes * 60.0
 
 
@@ -155,7 +175,7 @@ def _run_epoch(session: Session, stage: str, stop, started: float) -> bool:
     config = session.config
     model, optimizer = session.model, session.optimizer
     model.train()
-    weights = config.weights()
+    weights = config.weights(stage)
     while session.batch < config.batches_per_epoch:
         if stop is not None and stop.is_set():
             return False
