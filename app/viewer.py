@@ -21,7 +21,7 @@ from app.jobs.recovery import Recovery
 from app.jobs.training_runner import TrainingRunner
 from app.render.camera import Camera
 from app.render.framing import body_joints
-from app.render.overlays import build_overlays
+from app.render.overlays import PHASE_DIAL_RADIUS, build_overlays
 from app.render.renderer import Renderer
 from app.render.scene import lerp
 from app.sources import styles
@@ -281,6 +281,7 @@ class Viewer:
         update_readouts(self.state, self.live_source)
         sim_done = time.perf_counter()
         frames = self.interpolated_frames()
+        self.camera.ground_reach = PHASE_DIAL_RADIUS if self.state.overlays.get("phase", False) else 0.0
         self.camera.follow(frames[0].root_pos, real_dt, body_joints(frames[0]))
         self.state.camera_mode = self.camera.mode
         self._update_hud(frames[0])

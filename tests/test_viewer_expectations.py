@@ -121,19 +121,68 @@ def test_f_frames_the_whole_body_inside_the_uncovered_view(ui):
 
 def test_a_close_up_zooms_toward_the_whole_body_and_never_cuts_off_the_feet(ui):
     ui.state.transport.paused = True
-    _press(ui, key.F, frames=40)
-    framed = ui.camera.distance
-    for _ in range(40):
-        ui.window.dispatch_event("on_mouse_scroll", *VIEW_POINT, 0, 1)
-    ui.window.dispatch_events()
-    ui.run_frames(2)
-    assert ui.camera.distance < framed  # closer than F's framing
-    x0, y0, x1, y1 = _view_box(ui)
-    points = _body_on_screen(ui)
-    assert (points[:, 1] > y0).all() and (points[:, 1] < y1).all()  # head and feet both in view
-    assert (points[:, 0] > x0).all() and (points[:, 0] < x1).all()
-    assert np.ptp(points[:, 1]) > 0.75 * (y1 - y0)
+    ui.state.overlays["phase"] = False  # the body alone decides (the ring's own test is below)
+    try:
+        _press(ui, key.F, frames=40)
+        framed = ui.camera.distance
+        for _ in range(40):
+            ui.window.dispatch_event("on_mouse_scroll", *VIEW_POINT, 0, 1)
+        ui.window.dispatch_events()
+        ui.run_frames(2)
+        assert ui.camera.distance < framed  # closer than F's framing
+        x0, y0, x1, y1 = _view_box(ui)
+        points = _body_on_screen(ui)
+        assert (points[:, 1] > y0).all() and (points[:, 1] < y1).all()  # head and feet both in view
+        assert (points[:, 0] > x0).all() and (points[:, 0] < x1).all()
+        assert np.ptp(points[:, 1]) > 0.75 * (y1 - y0)
+    finally:
+        ui.state.overlays["phase"] = True
 
+
+def _zoom_all_the_way_in(viewer, phase_shown: bool) -> float:
+    viewer.state.overlays["phase"] = phase_shown
+    for _ in range(60):
+        viewer.window.dispatch_event("on_mouse_scroll", *VIEW_POINT, 0, 1)
+    viewer.window.dispatch_events()
+    viewer.run_frames(30)  # the body's smoothed extent settles
+    return viewer.camera.distance
+
+
+def _phase_ring(root, count=24):
+    from app.render.overlays import PHASE_DIAL_RADIUS
+
+    angles = np.linspace(0, 2 * np.pi, count, endpoint=False)
+    return np.stack([root[0] + PHASE_DIAL_RADIUS * np.cos(angles), np.zeros(count),
+                     root[2] + PHASE_DIAL_RADIUS * np.sin(angles)], -1)  # the dial on the floor
+
+
+def test_the_closest_zoom_keeps_the_phase_ring_in_view_when_it_is_drawn(ui):
+    ui.state.transport.paused = True
+    shown = dict(ui.state.overlays)
+    try:
+        without = _zoom_all_the_way_in(ui, phase_shown=False)
+        with_ring = _zoom_all_the_way_in(ui, phase_shown=True)
+        x0, y0, x1, y1 = _view_box(ui)
+        points = _screen(ui, _phase_ring(ui.cur_frames[0].root_pos))
+        assert (points[:, 0] > x0).all() and (points[:, 0] < x1).all()
+        assert (points[:, 1] > y0).all() and (points[:, 1] < y1).all()
+        assert with_ring >= without - 1e-6  # the ring only ever keeps the camera further off
+    finally:
+        ui.state.overlays = shown
+
+
+def test_the_framing_widens_at_the_floor_to_the_ground_reach_and_keeps_the_top_as_the_body():
+    from app.render.camera import Camera
+
+    results = {}
+    for reach in (0.0, 0.55):
+        camera = Camera(aspect=1024 / 600, body_top=1.75, body_radius=0.35, ground_reach=reach)
+        camera.target = np.array([0.0, camera.body_top / 2, 0.0])
+        camera.zoom(100)  # as close as it goes
+        ring = project_points(_phase_ring(np.zeros(3)), camera.projection(camera.aspect) @ camera.view(), 1024, 600)
+        results[reach] = camera.distance, ring[:, 1].max()
+    assert results[0.0][1] > 600  # a body 0.35 m wide alone lets the near side of a 0.55 m ring off the bottom
+    assert results[0.55][1] < 600 and results[0.55][0] > results[0.0][0]
 
 
 def test_a_placement_root_metres_away_is_no_part_of_the_body_the_camera_frames():

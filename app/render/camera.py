@@ -107,6 +107,7 @@ class Camera:
     body_top: float = 1.8  # m above the ground: the followed body's top (smoothed)
     body_radius: float = 0.5  # m around its root: the body's reach (smoothed)
     body_halflife: float = 0.5  # s: arm swings do not make the view breathe
+    ground_reach: float = 0.0  # m around the root that ground overlays cover (the phase ring): kept in view too
     frame_margin: float = 0.15  # share of the half view left around the body when F frames it
     close_margin: float = 0.03  # ... and at the closest zoom
     mode: str = "follow"
@@ -161,7 +162,7 @@ class Camera:
 
     def framing_distance(self, margin: float) -> float:
         """How far from the followed point the body fits the view beside the panel, from this direction."""
-        points = body_points(self.target, self.body_top, self.body_radius)
+        points = body_points(self.target, self.body_top, self.body_radius, self.ground_reach)
         return framing_distance(points, self.target, orbit_offset(self.yaw, self.pitch), self.fov_y, self.aspect,
                                 1.0 - abs(self.lens_shift), margin)
 

@@ -29,12 +29,14 @@ def body_extent(joint_pos: np.ndarray, root_pos: np.ndarray) -> tuple[float, flo
     return top, float(np.linalg.norm(around, axis=-1).max()) + REACH_BEYOND_JOINTS
 
 
-def body_points(ground: np.ndarray, top: float, radius: float) -> np.ndarray:
-    """[2 * CYLINDER_POINTS, 3] points of the cylinder standing on `ground` (its y ignored)."""
+def body_points(ground: np.ndarray, top: float, radius: float, ground_reach: float = 0.0) -> np.ndarray:
+    """[2 * CYLINDER_POINTS, 3] points of the cylinder standing on `ground` (its y ignored); its bottom
+    circle widened to `ground_reach` when what is drawn on the ground around it (the phase ring) is wider."""
     angles = np.linspace(0.0, 2 * np.pi, CYLINDER_POINTS, endpoint=False)
-    ring = np.stack([np.cos(angles) * radius, np.zeros_like(angles), np.sin(angles) * radius], -1)
-    base = np.array([ground[0], 0.0, ground[2]], np.float64) + ring
-    return np.concatenate([base, base + [0.0, top, 0.0]])
+    circle = np.stack([np.cos(angles), np.zeros_like(angles), np.sin(angles)], -1)
+    centre = np.array([ground[0], 0.0, ground[2]], np.float64)
+    base = centre + circle * max(radius, ground_reach)
+    return np.concatenate([base, centre + circle * radius + [0.0, top, 0.0]])
 
 
 def framing_distance(points: np.ndarray, look: np.ndarray, offset: np.ndarray, fov_y: float, aspect: float,

@@ -145,7 +145,10 @@ def phase_dial_outline(phase: float, segments: int = 48) -> tuple[np.ndarray, np
     return circle, needle
 
 
-def phase_geometry(frame: SceneFrame, radius: float = 0.55) -> OverlayGeometry:
+PHASE_DIAL_RADIUS = 0.55  # m: the phase ring on the ground around the root (the camera keeps it in view)
+
+
+def phase_geometry(frame: SceneFrame, radius: float = PHASE_DIAL_RADIUS) -> OverlayGeometry:
     """A ring on the ground around the root, oriented with the facing, and a needle at the phase."""
     circle, needle = phase_dial_outline(frame.phase)
     forward = np.asarray(frame.root_dir, np.float64)
