@@ -51,6 +51,7 @@ class FootRules(NamedTuple):
     reach: float  # share of a leg's length an ankle may be from its hip
     step_time: float  # s, a settling step
     step_height: float  # m, a settling step's lift
+    land_keep: float  # share of a new pin's landing velocity kept per tick (0: a pin stops its joint at once)
     dt: float  # s
 
 
@@ -164,6 +165,7 @@ def _settle_goals(b, rules, plan, inputs, out, foot_pos, pins, targets, stepping
         mat3.store3(locks.target[b], s, goal)
         locks.weight[b, s], locks.active[b, s] = 1.0, not stepping[s]
         mat3.store3(locks.offset[b], s, mat3.sub(goal, mat3.load3(foot_pos, s)))
+        mat3.store3(locks.velocity[b], s, (0.0, 0.0, 0.0))
     out.settle_foot[b], out.settle_progress[b], out.settle_steps[b] = foot, progress, steps
 
 
@@ -184,16 +186,19 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
                                  rules.release_time, rules.dt, rules.release_distance,
                                  plan.floor_heights[s] if rules.has_floor else no_floor,
                                  rules.start_height, rules.snap_height, rules.snap_keep, before.stepping[b, s],
-                                 step_height)
+                                 step_height, mat3.load3(before.velocity[b], s),
+                                 mat3.load3(inputs.shown_before[b], plan.contact_joints[s]), rules.land_keep)
             mat3.store3(locks.target[b], s, pin.target)
             locks.weight[b, s], locks.active[b, s], locks.stepping[b, s] = pin.weight, pin.active, pin.stepping
             mat3.store3(locks.offset[b], s, pin.offset)
+            mat3.store3(locks.velocity[b], s, pin.velocity)
             mat3.store3(goals, s, pin.shown)
             pull[s] = 1.0 if pin.active or pin.stepping else mat3.smoothstep(pin.weight)
         else:
             mat3.store3(locks.target[b], s, foot)
             locks.weight[b, s], locks.active[b, s], locks.stepping[b, s] = 0.0, False, False
             mat3.store3(locks.offset[b], s, (0.0, 0.0, 0.0))
+            mat3.store3(locks.velocity[b], s, (0.0, 0.0, 0.0))
             mat3.store3(goals, s, foot)
             pull[s] = 0.0
     if rules.locking and rules.catch_up_height >= 0.0:
@@ -343,7 +348,8 @@ def foot_rules(settings, dt: float) -> FootRules:
         swing_clearance=float(settings.swing_clearance) if settings.ik_enabled else 0.0,
         one_foot_down=bool(settings.one_foot_down),
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,
-        step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height), dt=float(dt))
+        step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height),
+        land_keep=float(ik.landing_keep(float(settings.pin_landing_time), float(dt))), dt=float(dt))
 
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
@@ -368,7 +374,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                          settling.stance)
     inputs = FeetInput(
         pose.positions, pose.rotations, root_pos, root_yaw, np.ascontiguousarray(contacts),
-        locks._replace(stepping=np.zeros((batch, slots), dtype=bool) if locks.stepping is None else locks.stepping),
+        locks._replace(stepping=np.zeros((batch, slots), dtype=bool) if locks.stepping is None else locks.stepping,
+                       velocity=np.zeros((batch, slots, 3)) if locks.velocity is None else locks.velocity),
         np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, np.float64),
         np.ones(batch, bool) if heel_off is None else np.ascontiguousarray(heel_off, np.bool_),
         settling.characters, settling.state._replace(start=start),
@@ -376,7 +383,7 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
         np.zeros((batch, 2)) if settling.rest_shift is None else settling.rest_shift)
     out = FeetOutput(
         ik.FootLocks(np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots), dtype=bool),
-                     np.empty((batch, slots, 3)), np.empty((batch, slots), dtype=bool)),
+                     np.empty((batch, slots, 3)), np.empty((batch, slots), dtype=bool), np.empty((batch, slots, 3))),
         np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64),
         np.empty((batch, joints, 4)), np.empty(batch), np.empty((batch, slots // 2)))
     _feet_kernel(rules, feet_plan, inputs, out)

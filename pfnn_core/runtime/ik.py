@@ -27,6 +27,7 @@ from pfnn_core.skeleton import foot_joints
 
 RELEASE_ACCELERATION = 50.0  # m/s^2: the most a release fade accelerates a joint (3 cm off its trend at 30 Hz)
 CATCH_UP_LEAD = 0.25  # a catch-up step lands this share of its pin's offset AHEAD of the network's foot
+LANDING_SLIDE = 0.015  # m: the most a new pin's landing carries it along the floor (`update_lock`)
 SOFT_REACH = 0.03  # share of a leg's length over which its reach eases to full extension (`soft_reach`)
 _REACH_MARGIN = 1e-4  # keep the leg from locking fully straight (the knee axis would be undefined)
 # Below this knee bend the leg counts as straight and the pole hint takes over the bend plane,
@@ -156,12 +157,18 @@ class FootLocks(NamedTuple):
     active: np.ndarray  # [..., F] bool: pin held vs released
     offset: np.ndarray  # [..., F, 3] world offset of the shown joint from the network's at the release
     stepping: np.ndarray | None = None  # [..., F] bool: released into a catch-up step (None: none are)
+    velocity: np.ndarray | None = None  # [..., F, 3] m/s: a new pin's own velocity while it lands (None: at rest)
 
 
 @njit
 def fade_keep(halflife, dt):
     """Share of a gap kept after dt when half of it closes per halflife."""
     return 0.5 ** (dt / max(halflife, 1e-6))
+
+
+def landing_keep(landing_time: float, dt: float) -> float:
+    """Share of a landing pin's velocity kept per tick: exp(-dt / landing_time); 0 when the time is 0 (off)."""
+    return math.exp(-dt / landing_time) if landing_time > 0.0 else 0.0
 
 
 def fade_weight(weight, goal, halflife: float, dt: float) -> np.ndarray:
@@ -197,11 +204,27 @@ class Pin(NamedTuple):
     offset: tuple  # world offset of the shown joint from the network's joint (fades out once released)
     shown: tuple  # where the joint is shown this tick
     stepping: bool  # released into a catch-up step
+    velocity: tuple  # m/s: the pin's own velocity while it lands (zero once at rest, and while released)
+
+
+@njit
+def landing_velocity(shown, shown_before, dt, land_keep):
+    """The velocity a new pin lands with: the joint's from where it was shown last tick to where it is
+    shown now, its rise dropped and its horizontal part capped so the landing carries it at most
+    LANDING_SLIDE (a share `land_keep` of it kept per tick: the slide is v dt keep / (1 - keep))."""
+    if land_keep <= 0.0 or shown_before[0] != shown_before[0]:
+        return 0.0, 0.0, 0.0
+    vx, vy, vz = (shown[0] - shown_before[0]) / dt, (shown[1] - shown_before[1]) / dt, (shown[2] - shown_before[2]) / dt
+    limit = LANDING_SLIDE * (1.0 - land_keep) / (land_keep * dt)
+    flat = math.sqrt(vx * vx + vz * vz)
+    if flat > limit:
+        vx, vz = vx * limit / flat, vz * limit / flat
+    return vx, min(vy, 0.0), vz
 
 
 @njit
 def update_lock(target, weight, active, offset, foot, in_contact, release_time, dt, release_distance, floor_level,
-                start_height, snap_height, snap_keep, stepping=False, step_height=-1.0):
+                start_height, snap_height, snap_keep, stepping, step_height, velocity, shown_before, land_keep):
     """Advance one foot joint's pin by one tick (a `Pin`).
 
     A pin starts when the contact output rises above its threshold while the joint is shown within
@@ -218,19 +241,36 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
     (it slides by the excess). When the contact ends the pin is released RELATIVE TO THE BODY: the shown
     joint keeps its offset from the network's joint, and the offset fades out (smoothstep over
     `release_duration`), so the joint lifts off with the network's step instead of gliding across the
-    floor to catch up. `floor_level` NaN: no floor known (no height condition, no snapping)."""
+    floor to catch up. `floor_level` NaN: no floor known (no height condition, no snapping).
+
+    LANDING: with `land_keep` > 0 a new pin does not stop the joint in one tick (an impulse that shook
+    the knee and ankle): it keeps the joint's incoming velocity (from `shown_before`, where it was
+    shown last tick; `landing_velocity`), a share `land_keep` of it kept per tick, never below the
+    floor level (a downward velocity ends there), so the foot comes to rest over a few ticks and
+    slides at most LANDING_SLIDE."""
+    rest = (0.0, 0.0, 0.0)
     if stepping:
         weight = max(weight - dt / max(release_duration(mat3.scale(offset, 1.0 + CATCH_UP_LEAD), release_time), 1e-6),
                      0.0)
         shown = step_shown(foot, offset, weight, step_height)
         if weight > 0.0:
-            return Pin(target, weight, False, offset, shown, True)
+            return Pin(target, weight, False, offset, shown, True, rest)
         landed = mat3.sub(shown, foot)  # = -CATCH_UP_LEAD x offset: it fades out if the contact has ended
-        return Pin(shown, 1.0, in_contact, landed, shown, False)
+        return Pin(shown, 1.0, in_contact, landed, shown, False, rest)
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
+    if active and in_contact and land_keep > 0.0:  # a landing pin moves on, slowing
+        velocity = mat3.scale(velocity, land_keep)
+        target = mat3.add(target, mat3.scale(velocity, dt))
+        if has_floor and target[1] < floor_level and velocity[1] < 0.0:
+            target, velocity = (target[0], floor_level, target[2]), (velocity[0], 0.0, velocity[2])
+        if mat3.length(velocity) < 1e-3:
+            velocity = rest
+    else:
+        velocity = rest
     if in_contact and not active and (not has_floor or shown[1] - floor_level < start_height):
         target, weight, active = shown, 1.0, True
+        velocity = landing_velocity(shown, shown_before, dt, land_keep)
     if active and in_contact:
         if has_floor and foot[1] < target[1] and target[1] > floor_level:
             # a pin that started above the floor (a toe pinned while the heel strikes) comes down with the
@@ -246,61 +286,69 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
         distance = math.sqrt(dx * dx + dz * dz)
         if distance > release_distance:
             if step_height >= 0.0:
-                return Pin(target, 1.0, False, mat3.sub(target, foot), target, True)
+                return Pin(target, 1.0, False, mat3.sub(target, foot), target, True, rest)
             shrink = release_distance / max(distance, 1e-12)
             target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
-        return Pin(target, 1.0, True, mat3.sub(target, foot), target, False)
+        return Pin(target, 1.0, True, mat3.sub(target, foot), target, False, velocity)
     if active:  # the contact ended: release from where the pin holds the joint
         offset, weight = mat3.sub(target, foot), 1.0
     else:
         weight = max(weight - dt / max(release_duration(offset, release_time), 1e-6), 0.0)
     shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
-    return Pin(shown, weight, False, offset, shown, False)
+    return Pin(shown, weight, False, offset, shown, False, rest)
 
 
 @njit
-def _update_locks(target, weight, active, offset, stepping, foot, contacts, threshold, release_time, dt,
-                  release_distance, floor, start_height, snap_height, snap_keep, step_height, out_target, out_weight,
-                  out_active, out_offset, out_stepping, out_shown):
+def _update_locks(target, weight, active, offset, stepping, velocity, foot, shown_before, contacts, threshold,
+                  release_time, dt, release_distance, floor, start_height, snap_height, snap_keep, step_height, land_keep,
+                  out_target, out_weight, out_active, out_offset, out_stepping, out_velocity, out_shown):
     for i in range(foot.shape[0]):
         pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(offset, i), mat3.load3(foot, i),
                           contacts[i] > threshold, release_time, dt, release_distance, floor[i], start_height,
-                          snap_height, snap_keep, stepping[i], step_height)
+                          snap_height, snap_keep, stepping[i], step_height, mat3.load3(velocity, i),
+                          mat3.load3(shown_before, i), land_keep)
         mat3.store3(out_target, i, pin.target)
         out_weight[i], out_active[i], out_stepping[i] = pin.weight, pin.active, pin.stepping
         mat3.store3(out_offset, i, pin.offset)
+        mat3.store3(out_velocity, i, pin.velocity)
         mat3.store3(out_shown, i, pin.shown)
 
 
 def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, release_time: float,
                       release_distance: float, dt: float, floor=None, start_height: float = np.inf,
                       snap_height: float = 0.0, snap_halflife: float = 0.03,
-                      step_height: float | None = None) -> tuple[FootLocks, np.ndarray]:
+                      step_height: float | None = None, shown_before=None,
+                      landing_time: float = 0.0) -> tuple[FootLocks, np.ndarray]:
     """`update_lock` for every foot joint [..., F]; returns (locks, shown positions [..., F, 3]).
     `release_time` (s): how long a released pin's offset takes to fade out; `floor` [..., F] the
     joints' floor levels (None: no floor); `step_height` (m): lift of a catch-up step past the leash
-    (None: dragged on the leash instead)."""
+    (None: dragged on the leash instead); `shown_before` [..., F, 3]: where the joints were shown last
+    tick, and `landing_time` (s, `landing_keep`): how long a new pin keeps their velocity (0: none)."""
     foot_pos = np.asarray(foot_pos, dtype=float)
     shape = foot_pos.shape[:-1]
     count = int(np.prod(shape))
-    out_target, out_offset, out_shown = (np.empty((count, 3)) for _ in range(3))
+    out_target, out_offset, out_shown, out_velocity = (np.empty((count, 3)) for _ in range(4))
     out_weight, out_active, out_stepping = np.empty(count), np.empty(count, dtype=bool), np.empty(count, dtype=bool)
     floor = np.full(shape, np.nan) if floor is None else floor
     stepping = np.zeros(shape, dtype=bool) if locks.stepping is None else locks.stepping
+    velocity = np.zeros(shape + (3,)) if locks.velocity is None else locks.velocity
+    before = np.full(shape + (3,), np.nan) if shown_before is None else shown_before
     _update_locks(_flat(locks.target, shape, 3), _flat1(locks.weight, shape), _flat1(locks.active, shape, bool),
-                  _flat(locks.offset, shape, 3), _flat1(stepping, shape, bool), _flat(foot_pos, shape, 3),
-                  _flat1(contacts, shape), float(threshold), float(release_time), float(dt), float(release_distance),
-                  _flat1(floor, shape), float(start_height), float(snap_height), fade_keep(snap_halflife, dt),
-                  -1.0 if step_height is None else float(step_height), out_target, out_weight, out_active, out_offset,
-                  out_stepping, out_shown)
+                  _flat(locks.offset, shape, 3), _flat1(stepping, shape, bool), _flat(velocity, shape, 3),
+                  _flat(foot_pos, shape, 3), _flat(before, shape, 3), _flat1(contacts, shape), float(threshold),
+                  float(release_time), float(dt), float(release_distance), _flat1(floor, shape), float(start_height),
+                  float(snap_height), fade_keep(snap_halflife, dt), -1.0 if step_height is None else float(step_height),
+                  landing_keep(landing_time, dt), out_target, out_weight, out_active, out_offset, out_stepping,
+                  out_velocity, out_shown)
     return (FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape),
-                      out_offset.reshape(shape + (3,)), out_stepping.reshape(shape)), out_shown.reshape(shape + (3,)))
+                      out_offset.reshape(shape + (3,)), out_stepping.reshape(shape), out_velocity.reshape(shape + (3,))),
+            out_shown.reshape(shape + (3,)))
 
 
 def empty_foot_locks(batch_shape: tuple[int, ...], feet: int) -> FootLocks:
     return FootLocks(np.zeros(batch_shape + (feet, 3)), np.zeros(batch_shape + (feet,)),
                      np.zeros(batch_shape + (feet,), dtype=bool), np.zeros(batch_shape + (feet, 3)),
-                     np.zeros(batch_shape + (feet,), dtype=bool))
+                     np.zeros(batch_shape + (feet,), dtype=bool), np.zeros(batch_shape + (feet, 3)))
 
 
 # ---------------------------------------------------------------------------------------------

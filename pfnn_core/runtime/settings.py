@@ -129,6 +129,15 @@ class RuntimeSettings:
     lock_release_distance: float = tunable(0.2, "Lock leash (m)",
                                             "A pinned foot is dragged along once the network's foot is this far from it.",
                                             min=0.01, max=1.0, step=0.01)
+    # A new pin keeps its joint's incoming velocity, a share exp(-dt / this) of it kept per tick, and
+    # comes to rest on the floor over a few ticks (it slides at most `ik.LANDING_SLIDE`): stopped in one
+    # tick, the foot's impact shook the knee and ankle (acceleration noise). 0 = stop at once. Off by
+    # default: 0.03 s lowered the evaluation suite's noise (backward walks 52.8 -> 46.6, side-steps
+    # 34.0 -> 31.9, runs 128 -> 116 (m/s^2)^2; pops 1.8 -> 0.9 per minute) but raised foot skating in 18
+    # of its 20 rows (by 2-20%, runs 0.24 -> 0.27 m/s), the landing's slide.
+    pin_landing_time: float = tunable(0.0, "Pin landing time (s)",
+                                       "A new foot pin comes to rest over about this long instead of in one tick (0 = at once).",
+                                       min=0.0, max=0.1, step=0.005)
     # After a stop the feet step, one at a time, to the mocap's standing stance under where the hips come
     # to rest (from the stick's release the root follows the command spring alone: the data has no stops).
     settle_steps: bool = tunable(True, "Settling steps", "After a stop, step the feet under the hips.")
