@@ -47,12 +47,24 @@ setup() {
     touch "$stamp"
 }
 
+test_workers() {
+    # Test files run in parallel processes (pytest-xdist), one file per process so a module's fixtures are
+    # built once: as many processes as cores, at most 4 (each holds torch and a GL context). Nothing is
+    # added when the arguments choose already (-n / -p no:xdist).
+    case " $* " in *" -n"*|*" --numprocesses"*|*"no:xdist"*) return 0 ;; esac
+    local cores
+    cores=$(nproc 2>/dev/null || echo 1)
+    [ "$cores" -gt 4 ] && cores=4
+    [ "$cores" -gt 1 ] && echo "-n $cores --dist loadfile"
+    return 0
+}
+
 cmd=${1:-viewer}
 [ $# -gt 0 ] && shift
 case "$cmd" in
     setup) setup ;;
     setup-test) setup; browser_install ;;
-    test) setup; browser_install; exec "$VENV/bin/python" -m pytest "$@" ;;
+    test) setup; browser_install; exec "$VENV/bin/python" -m pytest $(test_workers "$@") "$@" ;;
     viewer) setup; exec "$VENV/bin/python" run_viewer.py "$@" ;;
     *) setup; exec "$VENV/bin/python" run_viewer.py "$cmd" "$@" ;;
 esac
