@@ -222,23 +222,25 @@ class PhysicsTracker:
         planted = self.planted(feet, dt)
         plans = self._tick_targets(targets, world_pos, world_rot, dt)
         help_force, floor_force = np.zeros(self.batch), np.zeros(self.batch)
+        sole_means = np.zeros((self.batch, 4, 3))
         for b, data in enumerate(self.datas):
             data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
             body.model.geom_friction[body.sole_index, 0] = np.where(planted[b][body.sole_owner], settings.friction,
                                                                       SWING_FRICTION)
-            help_force[b], floor_force[b] = self._substeps(data, plans[b], dt)
+            help_force[b], floor_force[b], sole_means[b] = self._substeps(data, plans[b], dt)
             data.xfrc_applied[body.chest_body, 0:3] = 0.0
             self._check(b, world_pos, world_rot, targets)
         self._pending[:] = 0.0
         self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
         self.time_s += dt
         pose = self.read_pose(world_pos, world_rot)
-        pose.root_force, pose.floor_force = help_force, floor_force
+        pose.root_force, pose.floor_force, pose.foot_forces = help_force, floor_force, sole_means
         return pose
 
-    def _substeps(self, data, targets: _TickTargets, dt: float) -> tuple[float, float]:
-        """Run one tick's substeps; returns the hold's mean force on the hips over them and the floor's
-        mean vertical force on the body (N).
+    def _substeps(self, data, targets: _TickTargets, dt: float) -> tuple[float, float, np.ndarray]:
+        """Run one tick's substeps; returns the hold's mean force on the hips over them, the floor's
+        mean vertical force on the body (N) and the floor's mean force on each contact joint's soles
+        ([4, 3] N, `sole_forces` after every substep).
 
         The hold's force and torque of every substep are worked out at the tick's start, for the
         targets of each substep and where the hips will be then (now plus their velocity times the
@@ -267,14 +269,15 @@ class PhysicsTracker:
         # the motion's own inertial forces, as a muscle would), so the springs only correct
         qfrc[joint_dofs] = targets.joint_feed + data.qfrc_bias[joint_dofs]
         start, floor, constraint = qpos[0:3].copy(), 0.0, data.qfrc_constraint
-        up = int(root[1])
+        up, soles = int(root[1]), np.zeros((4, 3))
         for k in range(substeps):
             spring[springs] = targets.springs[k]
             qfrc[move_dofs], qfrc[turn_dofs] = forces[k], torques[k]
             mujoco.mj_step(model, data)
             floor += constraint[up]
+            soles += self.sole_forces(data)
         mean = forces.mean(axis=0) - body.root_kv[0:3] * (qpos[0:3] - start) / dt
-        return float(np.linalg.norm(mean)), floor / substeps
+        return float(np.linalg.norm(mean)), floor / substeps, soles / substeps
 
     def planted(self, feet, dt: float) -> np.ndarray:
         """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
@@ -315,7 +318,6 @@ class PhysicsTracker:
         for b, data in enumerate(self.datas):
             positions[b, body.joints] = data.xpos[body.body_ids]
             rotations[b, body.joints] = data.xquat[body.body_ids]
-            forces[b] = self.sole_forces(data)
             com[b] = data.subtree_com[body.root_body]
         if self.carried:  # joints above the hips keep their kinematic rotation and place relative to the hips
             root = body.plan.root
