@@ -90,3 +90,37 @@ def test_a_walk_asked_to_stand_finds_a_standing_frame(model):
     queries, found = search(model, [playing], asked)
     np.testing.assert_allclose(queries[0, SLICES["hip_velocity"]], np.zeros(3), atol=1e-6)
     assert database.row_standing[int(found.rows[0])]
+
+
+def stopping_path(ahead_at_third, ahead_at_two_thirds, ahead_at_one):
+    """[12] trajectory groups straight ahead (+z, facing +z) with the given distances at +1/3, +2/3, +1 s."""
+    return np.array([0.0, ahead_at_third, 0.0, ahead_at_two_thirds, 0.0, ahead_at_one, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
+
+
+def test_a_path_at_rest_before_one_second_asks_to_stand_though_it_ends_ahead():
+    from pfnn_core.models.matching.features import asks_to_stand
+    from pfnn_core.models.matching.model import REST_STEP, STAND_DISTANCE
+    walking = stopping_path(0.47, 0.93, 1.40)  # 1.4 m/s
+    released = stopping_path(0.30, 0.42, 0.44)  # a released stick: still 0.44 m to go, 2 cm in the last third
+    slow = stopping_path(0.14, 0.28, 0.42)  # a 0.4 m/s walk: 14 cm in the last third
+    standing = stopping_path(0.0, 0.0, 0.05)
+    asked = asks_to_stand(np.stack([walking, released, slow, standing]), STAND_DISTANCE, REST_STEP)
+    assert asked.tolist() == [False, True, False, True]
+
+
+def test_a_walk_asked_to_stop_switches_to_a_standing_frame_at_its_first_search(model):
+    """The path of a released stick still ends ahead; the walking frame playing costs less than any
+    standing frame (its pose groups are its own), and it used to go on for up to 0.45 s."""
+    database = model.database
+    walk = clip_rows(model, "_walk_normal_")
+    playing = walk[len(walk) // 2: len(walk) // 2 + 1]
+    inputs = type("Inputs", (), {"settings": None, "style": normal(model), "x": None})()
+    state = model.initial_model_state(1)
+    trajectory = stopping_path(0.30, 0.42, 0.44)[None]
+    found, switch = model._search(inputs, state, playing, np.zeros(1, bool), np.ones(1, bool), trajectory)
+    assert switch[0] and database.row_standing[found[0]]
+    # the standing frame taken is the nearest standing frame to the query
+    queries = model.queries(playing, trajectory)
+    standing = np.flatnonzero(database.row_standing & database.candidates)
+    costs = model.index.cost_of(np.repeat(queries, len(standing), axis=0), standing)
+    assert found[0] == standing[np.argmin(costs)]

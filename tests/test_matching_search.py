@@ -106,3 +106,15 @@ def test_group_normalisation_divides_each_group_by_one_deviation():
     for part in SLICES.values():
         assert np.allclose(norm.scale[part], features[:, part].std(axis=0).mean())
     np.testing.assert_allclose(norm.apply(features, np.ones(FEATURE_SIZE)).mean(axis=0), 0.0, atol=1e-12)
+
+
+def test_the_standing_search_finds_the_exact_nearest_standing_frame_of_any_style(index):
+    database = index.database
+    rng = np.random.default_rng(3)
+    queries = database.features[rng.integers(0, database.num_rows, 30)] + rng.normal(0, 0.5, (30, FEATURE_SIZE))
+    found = index.search_standing(queries)
+    allowed = np.flatnonzero(database.candidates & database.row_standing)
+    assert len(allowed) == 80  # the one standing segment
+    nearest, distance = brute_force_nearest(index.normalised(database.features[allowed]), index.normalised(queries))
+    np.testing.assert_array_equal(found.rows, allowed[nearest])
+    np.testing.assert_allclose(found.cost, distance ** 2, rtol=1e-9)

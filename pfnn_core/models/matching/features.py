@@ -132,9 +132,15 @@ def asked_velocities(trajectory: np.ndarray) -> np.ndarray:
     return np.concatenate([velocity, velocity, velocity], axis=-1)
 
 
-def asks_to_stand(trajectory: np.ndarray, distance: float) -> np.ndarray:
-    """[B] bool: the asked trajectory [B, 12] ends within `distance` (m) of the root at +1 s."""
-    return np.hypot(trajectory[:, 4], trajectory[:, 5]) < distance
+def asks_to_stand(trajectory: np.ndarray, distance: float, rest_step: float = 0.0) -> np.ndarray:
+    """[B] bool: the asked trajectory [B, 12] ends within `distance` (m) of the root at +1 s, or comes to
+    rest before it: its last third of a second (+2/3 s to +1 s) covers less than `rest_step` (m). A stop
+    is asked at once: the command springs' path of a released stick still ends 0.2-0.6 m ahead (the
+    distance the body takes to stop) but no longer moves after about half a second."""
+    trajectory = np.asarray(trajectory)
+    ending = np.hypot(trajectory[:, 4], trajectory[:, 5]) < distance
+    last_step = np.hypot(trajectory[:, 4] - trajectory[:, 2], trajectory[:, 5] - trajectory[:, 3])
+    return ending | (last_step < rest_step)
 
 
 @njit

@@ -49,6 +49,7 @@ NEAR_ROWS = 2  # a best frame this many rows from the one playing, in its clip, 
 SHARP_MOVE = 0.3  # m: a trajectory sample this far from where it was at the last search searches at once
 SHARP_TURN = math.radians(30.0)  # ... or a facing this many radians turned
 STAND_DISTANCE = 0.2  # m: an asked trajectory ending this near the root at +1 s asks to stand
+REST_STEP = 0.05  # m: ... or one covering less than this in its last third of a second (at rest: a stop)
 TRAJECTORY_MISS = 10.0  # d^2 of the trajectory groups: a style's best frame missing the path by more borrows
 SWITCH_MARGIN = 0.2  # a found frame must cost this share less than the one playing to switch to it
 DEFAULT_INTERVAL = 0.1  # s, without the live setting
@@ -205,7 +206,7 @@ class MatchingModel(MotionModel):
         queries = np.empty((len(rows), database.features.shape[1]))
         queries[:, POSE_PART] = database.features[rows, POSE_PART]
         queries[:, TRAJECTORY_PART] = trajectory
-        changing = database.row_standing[rows] != asks_to_stand(trajectory, STAND_DISTANCE)
+        changing = database.row_standing[rows] != asks_to_stand(trajectory, STAND_DISTANCE, REST_STEP)
         queries[changing, VELOCITY_PART] = asked_velocities(trajectory[changing])
         return queries
 
@@ -227,10 +228,19 @@ class MatchingModel(MotionModel):
         self.index.set_weights(live_weights(settings))
         result = self.index.search_borrowing(queries, None if inputs.style is None else inputs.style[who],
                                              TRAJECTORY_PART, TRAJECTORY_MISS)
+        # a stop: the frame playing moves and the path asked comes to rest. The data holds no stops, and a
+        # moving frame kept winning for 0.3-0.45 s (its foot groups fit, and a side-walk's body turned
+        # toward its motion fits the kept facing better than any standing frame): the best standing
+        # frame is taken at once, the switch's inertialization makes the stop.
+        stopping = ~database.row_standing[current[who]] & asks_to_stand(trajectory[who], STAND_DISTANCE, REST_STEP) & ~new
+        if stopping.any():
+            standing = self.index.search_standing(queries[stopping])
+            result.rows[stopping], result.cost[stopping] = standing.rows, standing.cost
+            result.distance[stopping] = standing.distance
         near = ((database.segment_of[result.rows] == database.segment_of[current[who]])
                 & (np.abs(result.rows - current[who]) <= NEAR_ROWS) & ~new)
         # the frame playing goes on unless the best is clearly better: a switch costs a blend (and its pops)
-        near |= (self.index.cost_of(queries, current[who]) * (1.0 - SWITCH_MARGIN) <= result.cost) & ~new
+        near |= (self.index.cost_of(queries, current[who]) * (1.0 - SWITCH_MARGIN) <= result.cost) & ~new & ~stopping
         found[who] = np.where(near, current[who], result.rows)
         switch[who] = ~near
         state["clock"][who] = 0.0

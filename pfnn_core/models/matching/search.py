@@ -21,6 +21,7 @@ from pfnn_core.models.matching.database import MatchingDatabase
 from pfnn_core.models.matching.features import Normalisation
 
 LEAF_SIZE = 16
+STANDING = -2  # the tree of the standing rows alone (`search_standing`)
 
 
 class Found(NamedTuple):
@@ -51,9 +52,11 @@ class MatchingIndex:
             self._trees = {}
 
     def style_rows(self, style: int) -> np.ndarray:
-        """The rows a style searches (-1: every style, a model without styles)."""
+        """The rows a style searches (-1: every style, a model without styles; STANDING: the standing rows)."""
         database = self.database
         mask = database.candidates.copy()
+        if style == STANDING:
+            return np.flatnonzero(mask & database.row_standing)
         if style >= 0:
             mask &= (database.row_style == style) | database.row_standing
         return np.flatnonzero(mask)
@@ -118,6 +121,12 @@ class MatchingIndex:
             found.rows[chosen] = other.rows[better]
             found.cost[chosen], found.distance[chosen] = other.cost[better], other.distance[better]
         return found
+
+    def search_standing(self, queries: np.ndarray) -> Found:
+        """The nearest standing row of each raw query [B, 27] (every style's standing rows; cost d^2)."""
+        tree = self._tree(STANDING)
+        distance, index = tree.tree.query(self.normalised(queries), k=1)
+        return Found(tree.rows[index], distance * distance, distance)
 
     def cost_of(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """d^2 of each query [B, 27] to a given row [B] (no style weighting)."""
