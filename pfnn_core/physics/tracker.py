@@ -233,9 +233,7 @@ class PhysicsTracker:
         self._pending[:] = 0.0
         self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
         self.time_s += dt
-        pose = self.read_pose(world_pos, world_rot)
-        pose.root_force, pose.floor_force, pose.foot_forces = help_force, floor_force, sole_means
-        return pose
+        return self.read_pose(world_pos, world_rot, sole_means, help_force, floor_force)
 
     def _substeps(self, data, targets: _TickTargets, dt: float) -> tuple[float, float, np.ndarray]:
         """Run one tick's substeps; returns the hold's mean force on the hips over them, the floor's
@@ -308,13 +306,13 @@ class PhysicsTracker:
         self._start(b, world_pos[b], world_rot[b], targets[b])
 
     # ---- reading -------------------------------------------------------------------------------
-    def read_pose(self, world_pos, world_rot) -> SimulatedPose:
+    def read_pose(self, world_pos, world_rot, foot_forces, root_force, floor_force) -> SimulatedPose:
         """The simulated pose of every body now (`world_pos` / `world_rot`: the kinematic pose, for the
-        joints above the hips and the tracking error)."""
+        joints above the hips and the tracking error), with the tick's mean forces (see `SimulatedPose`)."""
         body = self.body
         batch = world_pos.shape[0]
         positions, rotations = np.array(world_pos, copy=True), np.array(world_rot, copy=True)
-        forces, root_force, com = np.zeros((batch, 4, 3)), np.zeros(batch), np.zeros((batch, 3))
+        com = np.zeros((batch, 3))
         for b, data in enumerate(self.datas):
             positions[b, body.joints] = data.xpos[body.body_ids]
             rotations[b, body.joints] = data.xquat[body.body_ids]
@@ -323,7 +321,7 @@ class PhysicsTracker:
             root = body.plan.root
             positions[:, self.carried] += (positions[:, root] - world_pos[:, root])[:, None]
         error = vector_length(positions[:, body.joints] - world_pos[:, body.joints]).mean(axis=-1)
-        return SimulatedPose(positions, rotations, forces, root_force, np.zeros(batch), error, com)
+        return SimulatedPose(positions, rotations, foot_forces, root_force, floor_force, error, com)
 
     def sole_forces(self, data) -> np.ndarray:
         """[4, 3] N: world force of the floor on each contact joint's soles."""
