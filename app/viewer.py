@@ -22,6 +22,7 @@ from app.jobs.training_runner import TrainingRunner
 from app.render.camera import Camera
 from app.render.framing import body_joints
 from app.render.overlays import PHASE_DIAL_RADIUS, build_overlays
+from app.render.programs import is_software_renderer
 from app.render.renderer import Renderer
 from app.render.scene import lerp
 from app.sources import styles
@@ -85,7 +86,7 @@ class Viewer:
         self.timestep = FixedTimestep(SIM_DT, MAX_SUBSTEPS)
         self.history = StateHistory(SIM_DT)
         self.crowd = max(1, int(crowd))
-        self.training, self.captures = TrainingRunner(), CaptureControl(self.state)
+        self.training, self.captures = TrainingRunner(), CaptureControl(self.state, is_software_renderer(self.ctx))
         self.recovery = Recovery(self.state)  # offers what an earlier run left unsaved; autosaves the Editor
         self.actions = action_table(self)
         self.imgui = ImguiLayer()

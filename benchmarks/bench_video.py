@@ -2,11 +2,12 @@
 CPU-only machines) with the panel shown, the character steered by a scripted drive (walks, turns, runs).
 
     python benchmarks/bench_video.py [--seconds 30] [--block 5] [--width 1280] [--height 720]
-                                     [--conversion auto|gpu|encoder]
+                                     [--conversion auto|gpu|encoder] [--sizes full half]
 
-One run interleaves the two conditions in blocks of `--block` seconds of wall time: a block without
-recording, then a block recording, and so on until `--seconds` of video are recorded, so a busy machine
-slows both alike and their ratio holds. The video is one file: between its blocks the recording is
+One run interleaves the conditions in blocks of `--block` seconds of wall time: a block without
+recording, then a block recording each of `--sizes` (the window's size, half of it) in turn, and so on
+until each video holds `--seconds`, so a busy machine slows all alike and their ratios hold. Each size's
+video is one file: between its blocks the recording is
 paused (no frames go to it; the encoder is given the time to empty its queue first, untimed, so a
 block without recording does not pay for the one before). The frame loop is the viewer's own
 (`Viewer.frame` with the wall-clock dt, then a buffer flip), dropping frames the encoder cannot take,
@@ -63,28 +64,36 @@ def pause_video(captures):
     return video
 
 
-def measure(viewer: Viewer, video_seconds: float, block: float) -> dict:
+def measure(viewer: Viewer, video_seconds: float, block: float, sizes: list[str]) -> dict:
+    """Blocks without recording and, in turn, recording each size's video, until each video holds
+    `video_seconds` of frames rendered: the frame rate of each condition, and each video's counts."""
     captures, clock = viewer.captures, {"last": time.perf_counter()}
-    totals = {"off": [0, 0.0], "on": [0, 0.0]}
-    video = None
-    while totals["on"][1] < video_seconds:
-        for condition in ("off", "on"):
-            seconds = block if condition == "off" else min(block, video_seconds - totals["on"][1])
-            if condition == "on":
-                captures.video = video  # resumed (started on the first block)
-                if video is None:
+    totals = {condition: [0, 0.0] for condition in ["off", *sizes]}
+    videos = dict.fromkeys(sizes)
+    while min(totals[size][1] for size in sizes) < video_seconds:
+        for condition in totals:
+            seconds = block if condition == "off" else min(block, video_seconds - totals[condition][1])
+            if seconds <= 0:
+                continue
+            if condition != "off":
+                captures.video = videos[condition]  # resumed (started on its first block)
+                if captures.video is None:
+                    viewer.state.capture.video_size = condition
                     captures.start_video()
             clock["last"] = time.perf_counter()
             frames, taken = run_block(viewer, seconds, clock)
             totals[condition][0] += frames
             totals[condition][1] += taken
-            if condition == "on":
-                video = pause_video(captures)
-    captures.video = video
-    captures.stop_video()
-    return {condition: frames / seconds for condition, (frames, seconds) in totals.items()} | {
-        "rendered_on": totals["on"][0], "dropped": video.dropped, "video_frames": video.frames_written,
-        "fps": video.fps, "message": viewer.state.capture.message or viewer.state.capture.error}
+            if condition != "off":
+                videos[condition] = pause_video(captures)
+    results = {"off": totals["off"][0] / totals["off"][1]}
+    for size, video in videos.items():
+        captures.video = video
+        captures.stop_video()
+        results[size] = {"fps": totals[size][0] / totals[size][1], "rendered": totals[size][0],
+                         "dropped": video.dropped, "video_frames": video.frames_written, "video_fps": video.fps,
+                         "shrink": video.shrink, "message": viewer.state.capture.message or viewer.state.capture.error}
+    return results
 
 
 def main(argv=None) -> int:
@@ -96,6 +105,8 @@ def main(argv=None) -> int:
     parser.add_argument("--height", type=int, default=720)
     parser.add_argument("--conversion", choices=("auto", "gpu", "encoder"), default="auto",
                         help="where the colours are converted to yuv420p")
+    parser.add_argument("--sizes", nargs="+", choices=("full", "half"), default=["full", "half"],
+                        help="video sizes to record, each in its own blocks (half: ffmpeg halves width and height)")
     parser.add_argument("--out", help="folder for the video (default: a temporary folder, removed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
@@ -106,17 +117,18 @@ def main(argv=None) -> int:
         viewer.script = parse_script({"segments": DRIVE * 20})
         viewer.run_frames(30)  # warm up: body built or read from the cache, shaders compiled
         load_before = os.getloadavg()[0]
-        result = measure(viewer, args.seconds, args.block)
+        result = measure(viewer, args.seconds, args.block, args.sizes)
         renderer = viewer.ctx.info["GL_RENDERER"]
         viewer.close()
     print(f"{args.width}x{args.height}, {renderer}, conversion {args.conversion}, "
           f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
-    print(f"  without recording: {result['off']:6.1f} FPS")
-    print(f"  recording:         {result['on']:6.1f} FPS   ratio {result['on'] / result['off']:.2f}")
-    print(f"  dropped {result['dropped']} of {result['rendered_on']} rendered frames; "
-          f"video {result['video_frames']} frames at {result['fps']} fps "
-          f"({result['video_frames'] / result['fps']:.1f} s)")
-    print(f"  {result['message']}")
+    print(f"  without recording:      {result['off']:6.1f} FPS")
+    for size in args.sizes:
+        video = result[size]
+        print(f"  recording, {size:4s} size:  {video['fps']:6.1f} FPS   ratio {video['fps'] / result['off']:.2f}   "
+              f"dropped {video['dropped']} of {video['rendered']} rendered frames; video {video['video_frames']} "
+              f"frames at {video['video_fps']} fps ({video['video_frames'] / video['video_fps']:.1f} s)")
+        print(f"    {video['message']}")
     return 0
 
 

@@ -110,3 +110,25 @@ def test_a_short_video_decodes_back_to_its_colours(ctx, tmp_path, convert_on_gpu
     for index, colour in enumerate(COLOURS):  # the middle of each stripe, every frame
         decoded = frames[:, 8:32, index * 10 + 3:index * 10 + 7].reshape(-1, 3).astype(int)
         assert np.abs(decoded - np.array(colour)).max() <= 6, colour
+
+
+def test_a_half_size_video_averages_2x2_pixels_into_one(ctx, tmp_path):
+    import imageio.v3 as iio
+
+    from app.jobs.video_file import VideoFile
+
+    video = VideoFile(tmp_path / "half.mp4", 30, shrink=2)
+    video.write(_converted(ctx, _stripes(), convert_on_gpu=False), 4)
+    frames = iio.imread(video.close())
+    assert frames.shape == (4, HEIGHT // 2, WIDTH // 2, 3)
+    for index, colour in enumerate(COLOURS):  # each 10 px stripe is 5 px wide now
+        decoded = frames[:, 4:16, index * 5 + 1:index * 5 + 4].reshape(-1, 3).astype(int)
+        assert np.abs(decoded - np.array(colour)).max() <= 8, colour
+
+
+def test_a_shrink_other_than_1_or_2_is_refused_naming_the_file(tmp_path):
+    from app.jobs.video_file import VideoFile
+
+    with pytest.raises(ValueError, match="half.mp4.*not 3"):
+        VideoFile(tmp_path / "half.mp4", 30, shrink=3)
+    assert list(tmp_path.iterdir()) == []

@@ -56,13 +56,15 @@ class VideoRecorder:
     fills (often one, none at a high frame rate, several after a stall). The queue holds `capacity`
     rendered frames; when it is full a frame is dropped (`drop_when_full`, the on-screen viewer: it
     stays responsive) and counted in `dropped`, its video frames going to the next frame in, or the
-    caller waits for the encoder (headless runs: every frame is in the file). `open_file(path, fps)`
-    makes the encoder's file (`VideoFile`; tests give a slow or failing one)."""
+    caller waits for the encoder (headless runs: every frame is in the file). `open_file(path, fps,
+    shrink)` makes the encoder's file (`VideoFile`; tests give a slow or failing one); `shrink` 2: the
+    video at half the window's size."""
 
     def __init__(self, path, fps: int = VIDEO_FPS, drop_when_full: bool = False, capacity: int = QUEUE_FRAMES,
-                 open_file=VideoFile):
+                 open_file=VideoFile, shrink: int = 1):
         self.path, self.fps, self.drop_when_full = Path(path), int(fps), drop_when_full
-        self.file = open_file(self.path, self.fps)  # a folder that cannot be written fails here, at once
+        self.file = open_file(self.path, self.fps, shrink)  # a folder that cannot be written fails here, at once
+        self.shrink = shrink
         self.queue = queue.Queue(max(1, int(capacity)))
         self.frames_queued = 0  # video frames handed to the encoder thread
         self.frames_written = 0  # video frames the encoder has taken

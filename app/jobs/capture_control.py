@@ -16,6 +16,16 @@ from app.ui.messages import failure_message
 SCREEN_VIDEO_FPS = 30
 
 
+def video_shrink(choice: str, on_screen: bool, software_renderer: bool) -> int:
+    """How many times smaller each way the video is than the window: 1 or 2. 'auto' halves a video of
+    the window on screen when a software rasteriser draws it: the rasteriser takes the CPU the encoder
+    needs, and at full size the encoder costs a 2-core machine a fifth of its frame rate (BENCHMARKS.md);
+    headless runs wait for the encoder, so they keep the full size."""
+    if choice in ("full", "half"):
+        return 1 if choice == "full" else 2
+    return 2 if on_screen and software_renderer else 1
+
+
 def take_path(path, is_folder: bool = False):
     """Where a BVH take goes: a folder (or a name without '.bvh') gets a new file named by date and
     time, as screenshots and videos are; a file name already taken gets '-2', '-3', ...: a take never
@@ -26,8 +36,10 @@ def take_path(path, is_folder: bool = False):
 
 
 class CaptureControl:
-    def __init__(self, state):
+    def __init__(self, state, software_renderer: bool = False):
         self.state = state  # the `ViewerState` whose Record and Capture sections show the outcome
+        self.software_renderer = software_renderer  # the window is drawn on the CPU (llvmpipe): 'auto' videos at half size
+        state.capture.auto_is_half = video_shrink("auto", state.on_screen, software_renderer) == 2
         self.recorder: Recorder | None = None
         self.video: VideoRecorder | None = None
         self.pixels: PixelReader | None = None  # the video's pixel reads, one frame behind
@@ -109,14 +121,19 @@ class CaptureControl:
         options = {"open_file": self.open_video_file} if self.open_video_file else {}
         try:
             fps = SCREEN_VIDEO_FPS if self.drop_late_frames else VIDEO_FPS
-            self.video = VideoRecorder(path, fps, drop_when_full=self.drop_late_frames, **options)
+            shrink = self.video_shrink()
+            self.video = VideoRecorder(path, fps, drop_when_full=self.drop_late_frames, shrink=shrink, **options)
         except Exception as error:
             capture.error = failure_message("record", path, error)
             self.state.toast(f"Could not record a video: {capture.error}", seconds=6.0)
             return
         capture.video_recording, capture.video_frames, capture.video_dropped, capture.error = True, 0, 0, ""
-        capture.message = f"Recording {path}"
+        capture.message = f"Recording {path}" + (" at half the window's size" if shrink > 1 else "")
         self.state.toast(f"Recording video {Path(path).name}")
+
+    def video_shrink(self) -> int:
+        """The next video's shrink (1: the window's size, 2: half), by the Capture section's choice."""
+        return video_shrink(self.state.capture.video_size, self.state.on_screen, self.software_renderer)
 
     def add_video_frame(self, ctx, size, real_dt: float) -> None:
         """This frame's pixels for the video, by the real time it was shown for (read into a pixel buffer;

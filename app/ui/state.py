@@ -79,12 +79,18 @@ class RecordPanel:
     error: str = ""
 
 
+# the Capture section's video sizes: auto is half for a window drawn by a software rasteriser, else full
+VIDEO_SIZES = {"auto": "Auto", "full": "Window size", "half": "Half size"}
+
+
 @dataclass
 class CapturePanel:
     folder: str = "captures"  # screenshots and videos named by date and time go here
     video_recording: bool = False
     video_frames: int = 0
     video_dropped: int = 0  # rendered frames left out of the video (the encoder was behind)
+    video_size: str = "auto"  # one of VIDEO_SIZES: the window's size, half of it, or auto (see capture_control)
+    auto_is_half: bool = False  # what auto means in this window: half size (drawn by a software rasteriser)
     message: str = ""
     error: str = ""
 

@@ -5,6 +5,7 @@ from imgui_bundle import imgui
 from app.input import keys
 from app.ui import messages
 from app.ui.path_fields import path_field
+from app.ui.state import VIDEO_SIZES
 from app.ui.theme import OK_COLOUR
 from app.ui.widgets import error_line, recording_button, tooltip
 
@@ -16,7 +17,22 @@ def capture_section(state) -> None:
         state.request("save_screenshot")
     imgui.same_line()
     recording_button(state, " video", "toggle_video", "video", capture.video_recording, capture.video_frames)
+    video_size_choice(capture)
     if capture.message:
         imgui.text_colored(imgui.ImVec4(*OK_COLOUR), messages.one_line(capture.message, 60))
         tooltip(capture.message)
     error_line(capture.error)
+
+
+def video_size_choice(capture) -> None:
+    """The next video's size; 'Auto' says what it means in this window."""
+    choices = list(VIDEO_SIZES)
+    labels = [VIDEO_SIZES[choice] for choice in choices]
+    labels[0] += " (half: drawn on the CPU)" if capture.auto_is_half else " (window size)"
+    index = choices.index(capture.video_size) if capture.video_size in choices else 0
+    imgui.set_next_item_width(220)
+    changed, index = imgui.combo("Video size", index, labels)
+    if changed:
+        capture.video_size = choices[index]
+    tooltip("The size of the next video. Half size halves the encoder's work: on a machine without a GPU "
+            "the window keeps more of its frame rate while recording.")
