@@ -235,3 +235,21 @@ def test_a_sole_lifted_for_the_last_of_four_substeps_still_reads_its_mean_force(
     assert len(calls) == substeps
     assert tracker.sole_forces(tracker.datas[0])[slot, 1] == 0.0  # read after the last substep: 0 N
     assert 0.6 * before[slot] < pose.foot_forces[0, slot, 1] < 0.9 * before[slot]
+
+
+def test_the_soles_sensors_read_what_the_contacts_give(body):
+    """The tick sums the soles' contact sensors (MuJoCo fills them inside each step) instead of reading
+    every contact in Python after each substep: after every tick of a mocap walk the sensors summed per
+    contact joint equal the floor's force on that joint's soles computed contact by contact
+    (`mj_contactForce` in the contact's frame, turned to world axes), also while a foot carries the body."""
+    positions, rotations = clip(WALK, 3.0)
+    tracker = PhysicsTracker(body)
+    largest = 0.0
+    for frame in range(len(positions)):
+        tracker.step(positions[frame:frame + 1], rotations[frame:frame + 1], DT)
+        data = tracker.datas[0]
+        sensed = body.sole_sum @ data.sensordata[body.sole_sensors].reshape(-1, 3)
+        contacts = tracker.sole_forces(data)
+        np.testing.assert_allclose(sensed, contacts, atol=1e-6)
+        largest = max(largest, float(contacts[:, 1].max()))
+    assert largest > 9.81 * body.mass  # a heel strike carries more than the body's weight

@@ -67,6 +67,15 @@ class PhysicsBody:
         sole = [(g, slot) for slot, j in enumerate(plan.contact_joints) for g in self.sole_geoms[j]]
         self.sole_index, self.sole_owner = np.array([g for g, _ in sole]), np.array([slot for _, slot in sole])
         self.sole_slot = {int(g): slot for g, slot in sole}
+        # the sole boxes' contact sensors (`mjcf._sole_sensors`): where each one's 3 numbers are in
+        # `sensordata` (one block, the boxes in `sole_index`'s order) and the matrix summing them per joint
+        boxes = list(self.sole_slot)  # each box once, its force on the joint `sole_slot` gives (as `sole_forces`)
+        sensors = [model.sensor(f"floor>{model.geom(g).name}") for g in boxes]
+        first = int(model.sensor_adr[sensors[0].id])
+        self.sole_sensors = slice(first, first + 3 * len(sensors))
+        if [int(model.sensor_adr[s.id]) for s in sensors] != list(range(first, self.sole_sensors.stop, 3)):
+            raise ValueError("the soles' contact sensors are not one block in the compiled model")
+        self.sole_sum = (np.array([self.sole_slot[g] for g in boxes])[None, :] == np.arange(4)[:, None]).astype(float)
         self.root_dofs = model.jnt_dofadr[model.body_jntadr[self.root_body]] + np.arange(6)  # x, y, z (world), 3 turns (local)
         self.is_leg = np.array([any(k in plan.names[j].lower() for k in LEG_KEYWORDS) for j in self.ball_joints])
         self.axis_inertia, self.root_inertia = self._axis_inertia()

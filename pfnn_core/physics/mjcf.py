@@ -22,7 +22,7 @@ import numpy as np
 
 from pfnn_core.physics.geometry import BodyPlan, Shape
 
-MJCF_VERSION = 1  # part of the cache key: bump it when the text written changes
+MJCF_VERSION = 2  # part of the cache key: bump it when the text written changes
 FLOOR_QUAT = (0.70710678, -0.70710678, 0.0, 0.0)  # turns the plane's +Z normal to +Y
 FLOOR = "floor"
 CONTACT_SOLREF, CONTACT_SOLIMP = "0.005 1", "0.95 0.99 0.001"  # time constant (s), damping ratio; impedance
@@ -73,6 +73,20 @@ def _bodies(plan: BodyPlan) -> list[str]:
     return lines
 
 
+def sole_geom_names(plan: BodyPlan) -> list[str]:
+    """The names of the contact joints' sole boxes, in the order of `plan.contact_joints`, each once (a
+    rig without toes has one box for its heel and toe contact joints)."""
+    return list(dict.fromkeys(f"{body_name(plan, j)}:box{i}" for j in plan.contact_joints
+                              for i, shape in enumerate(plan.node(j).shapes) if shape.kind == "box"))
+
+
+def _sole_sensors(plan: BodyPlan) -> list[str]:
+    """One contact sensor per sole box: the floor's whole force on it (world axes, N), which MuJoCo sums
+    over the box's contacts inside every step."""
+    return [f'    <contact name={quoteattr("floor>" + name)} geom1="{FLOOR}" geom2={quoteattr(name)} data="force" '
+            f'reduce="netforce" num="1"/>' for name in sole_geom_names(plan)]
+
+
 def mjcf_text(plan: BodyPlan, timestep: float = 1.0 / 480.0) -> str:
     """The MJCF model of the plan (one character and a floor)."""
     excludes = [f"    <exclude body1={quoteattr(body_name(plan, a))} body2={quoteattr(body_name(plan, b))}/>"
@@ -90,6 +104,7 @@ def mjcf_text(plan: BodyPlan, timestep: float = 1.0 / 480.0) -> str:
         *_bodies(plan),
         "  </worldbody>",
         "  <contact>", *excludes, "  </contact>",
+        "  <sensor>", *_sole_sensors(plan), "  </sensor>",
         "</mujoco>",
     ]
     return "\n".join(lines) + "\n"

@@ -238,7 +238,8 @@ class PhysicsTracker:
     def _substeps(self, data, targets: _TickTargets, dt: float) -> tuple[float, float, np.ndarray]:
         """Run one tick's substeps; returns the hold's mean force on the hips over them, the floor's
         mean vertical force on the body (N) and the floor's mean force on each contact joint's soles
-        ([4, 3] N, `sole_forces` after every substep).
+        ([4, 3] N: the soles' contact sensors, which MuJoCo fills inside every step with what
+        `sole_forces` reads from the contacts after it).
 
         The hold's force and torque of every substep are worked out at the tick's start, for the
         targets of each substep and where the hips will be then (now plus their velocity times the
@@ -267,15 +268,15 @@ class PhysicsTracker:
         # the motion's own inertial forces, as a muscle would), so the springs only correct
         qfrc[joint_dofs] = targets.joint_feed + data.qfrc_bias[joint_dofs]
         start, floor, constraint = qpos[0:3].copy(), 0.0, data.qfrc_constraint
-        up, soles = int(root[1]), np.zeros((4, 3))
+        up, sensed, soles = int(root[1]), data.sensordata[body.sole_sensors], np.zeros(body.sole_sum.shape[1] * 3)
         for k in range(substeps):
             spring[springs] = targets.springs[k]
             qfrc[move_dofs], qfrc[turn_dofs] = forces[k], torques[k]
             mujoco.mj_step(model, data)
             floor += constraint[up]
-            soles += self.sole_forces(data)
+            soles += sensed
         mean = forces.mean(axis=0) - body.root_kv[0:3] * (qpos[0:3] - start) / dt
-        return float(np.linalg.norm(mean)), floor / substeps, soles / substeps
+        return float(np.linalg.norm(mean)), floor / substeps, body.sole_sum @ soles.reshape(-1, 3) / substeps
 
     def planted(self, feet, dt: float) -> np.ndarray:
         """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
@@ -324,7 +325,8 @@ class PhysicsTracker:
         return SimulatedPose(positions, rotations, foot_forces, root_force, floor_force, error, com)
 
     def sole_forces(self, data) -> np.ndarray:
-        """[4, 3] N: world force of the floor on each contact joint's soles."""
+        """[4, 3] N: world force of the floor on each contact joint's soles, from the contacts after the
+        last step (one `mj_contactForce` per contact: the tick reads the soles' sensors instead)."""
         body = self.body
         forces, frame_force = np.zeros((4, 3)), np.zeros(6)
         for i in range(data.ncon):
