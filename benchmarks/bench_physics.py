@@ -1,5 +1,10 @@
 """Physics layer benchmark, side by side in one run (medians of timed ticks after a warm-up; ms):
 
+  added   one character walking on the default model, one process: blocks of ticks with the physics
+          off (the runtime's tick alone) and on (the runtime's tick, then the tracker's step), in the
+          order off, on, on, off, ... so a load that drifts over the run falls on both alike; ms per tick
+          of each, the physics' added ms (aim: at most 1 ms at the default 8 substeps) and the load
+          average before and after.
   tick    one character: the runtime's tick alone, the physics tick alone (its time per 60 Hz tick at
           4 / 8 / 16 substeps), and MuJoCo's own steps inside it (`mj_step` x substeps), so the Python
           around them shows; wall-clock ms with this thread's CPU ms in brackets (on a shared machine the
@@ -9,11 +14,12 @@
   quality the tracking error, the deepest foot below the floor and the foot skating (simulated against
           kinematic) on a mocap walk and on the shipped model's walk, at 4 / 8 / 16 substeps.
 
-    python benchmarks/bench_physics.py [--ticks 300] [--sections tick,crowd,quality]
+    python benchmarks/bench_physics.py [--ticks 300] [--sections added,tick,crowd,quality] [--blocks 12]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -29,7 +35,7 @@ from pfnn_core.evaluation.measures import foot_skating  # noqa: E402
 from pfnn_core.models.registry import load_checkpoint  # noqa: E402
 from pfnn_core.motion import bvh  # noqa: E402
 from pfnn_core.motion.kinematics import resample  # noqa: E402
-from pfnn_core.physics.layer import physics_for  # noqa: E402
+from pfnn_core.physics.layer import physics_for, physics_for_character  # noqa: E402
 from pfnn_core.physics.measures import depth_below_floor  # noqa: E402
 from pfnn_core.physics.replay import track_motion  # noqa: E402
 from pfnn_core.physics.settings import PhysicsSettings  # noqa: E402
@@ -81,6 +87,56 @@ def physics_times(card, positions, rotations, substeps: int, warm: int = 30):
     return times, stepping, cpu
 
 
+def block_order(blocks: int) -> list[bool]:
+    """Physics on (True) or off per block, `blocks` of each: off, on, on, off, off, on, on, off, ..."""
+    return [(i % 4) in (1, 2) for i in range(2 * blocks)]
+
+
+def interleaved_times(checkpoint, blocks: int, block: int, settle: int = 3):
+    """{False: [(wall, CPU, the runtime's part of the CPU) s per tick], True: [...]}: one walking character,
+    physics off and on in blocks.
+    An on block starts its body again on the kinematic pose (as the viewer does when it is switched on);
+    its first `settle` ticks, and an off block's, are not timed."""
+    set_thread_counts(1)
+    character = Character(checkpoint, batch=1, device="cpu")
+    tracker = physics_for_character(character, PhysicsSettings())
+    command = command_from_world_move((0.0, 1.0), False, character.settings)
+    for _ in range(60):  # warm both up: the walk under way, MuJoCo's first steps
+        state = character.tick(command, DT)
+        tracker.step(state.world_joint_pos, state.world_joint_rot, DT)
+    times = {False: [], True: []}
+    for on in block_order(blocks):
+        if on:
+            tracker.reset()
+        for tick in range(block):
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            state = character.tick(command, DT)
+            runtime_cpu = time.thread_time() - started_cpu
+            if on:
+                tracker.step(state.world_joint_pos, state.world_joint_rot, DT)
+            if tick >= settle:
+                times[on].append((time.perf_counter() - started, time.thread_time() - started_cpu, runtime_cpu))
+    return times
+
+
+def added_section(checkpoint, blocks: int, block: int = 60) -> None:
+    load_before = os.getloadavg()
+    times = interleaved_times(checkpoint, blocks, block)
+    load_after = os.getloadavg()
+    off, on = np.array(times[False]) * 1000.0, np.array(times[True]) * 1000.0
+    print(f"\nadded (one character, 8 substeps, {blocks} blocks of {block} ticks each off and on, interleaved; "
+          f"ms per tick, wall [CPU])")
+    print(f"  load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} (1, 5, 15 min); {os.cpu_count()} cores")
+    for label, column in (("median", np.median), ("mean", np.mean)):
+        print(f"  {label:6s} physics off {column(off[:, 0]):6.3f} [{column(off[:, 1]):6.3f}]   on "
+              f"{column(on[:, 0]):6.3f} [{column(on[:, 1]):6.3f}]   added {column(on[:, 0]) - column(off[:, 0]):6.3f} "
+              f"[{column(on[:, 1]) - column(off[:, 1]):6.3f}]")
+    print(f"  p90    physics off {np.percentile(off[:, 0], 90):6.3f}   on {np.percentile(on[:, 0], 90):6.3f}")
+    print(f"  CPU medians inside the ticks: runtime's part off {np.median(off[:, 2]):6.3f}, on {np.median(on[:, 2]):6.3f}; "
+          f"the tracker's step on {np.median(on[:, 1] - on[:, 2]):6.3f}")
+
+
 def tick_section(checkpoint, ticks: int) -> None:
     (runtime, runtime_cpu), positions, rotations = runtime_poses(checkpoint, ticks + 30)
     base, base_cpu = statistics.median(runtime[30:]), statistics.median(runtime_cpu[30:])
@@ -129,11 +185,14 @@ def quality_section(checkpoint) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ticks", type=int, default=300)
-    parser.add_argument("--sections", default="tick,crowd,quality")
+    parser.add_argument("--sections", default="added,tick,crowd,quality")
+    parser.add_argument("--blocks", type=int, default=12, help="blocks of 60 ticks each with the physics off and on")
     args = parser.parse_args(argv)
     set_thread_counts(1)
     checkpoint = load_checkpoint(SHIPPED)
     sections = args.sections.split(",")
+    if "added" in sections:
+        added_section(checkpoint, args.blocks)
     if "tick" in sections:
         tick_section(checkpoint, args.ticks)
     if "crowd" in sections:
