@@ -28,6 +28,7 @@ from pfnn_core.runtime.reach import _lift_swinging_feet, _within_reach
 
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
+RELEASE_LIFT = 0.02  # m: a spring release's horizontal part runs at full rate once the shown joint is this high
 AIRBORNE_HEIGHT = 0.02  # m: a foot with a joint this close to its floor level stands on the floor
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
@@ -52,6 +53,8 @@ class FootRules(NamedTuple):
     step_time: float  # s, a settling step
     step_height: float  # m, a settling step's lift
     land_keep: float  # share of a new pin's landing velocity kept per tick (0: a pin stops its joint at once)
+    release_rate: float  # 1/s: a released pin's offset decays as a spring at this rate (0: smoothstep fade)
+    release_lift: float  # m: the spring's horizontal part at full rate once the joint is this high (0: always)
     dt: float  # s
 
 
@@ -187,7 +190,8 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
                                  plan.floor_heights[s] if rules.has_floor else no_floor,
                                  rules.start_height, rules.snap_height, rules.snap_keep, before.stepping[b, s],
                                  step_height, mat3.load3(before.velocity[b], s),
-                                 mat3.load3(inputs.shown_before[b], plan.contact_joints[s]), rules.land_keep)
+                                 mat3.load3(inputs.shown_before[b], plan.contact_joints[s]), rules.land_keep,
+                                 rules.release_rate, rules.release_lift)
             mat3.store3(locks.target[b], s, pin.target)
             locks.weight[b, s], locks.active[b, s], locks.stepping[b, s] = pin.weight, pin.active, pin.stepping
             mat3.store3(locks.offset[b], s, pin.offset)
@@ -349,7 +353,8 @@ def foot_rules(settings, dt: float) -> FootRules:
         one_foot_down=bool(settings.one_foot_down),
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,
         step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height),
-        land_keep=float(ik.landing_keep(float(settings.pin_landing_time), float(dt))), dt=float(dt))
+        land_keep=float(ik.landing_keep(float(settings.pin_landing_time), float(dt))),
+        release_rate=float(ik.release_rate(float(settings.pin_release_time))), release_lift=RELEASE_LIFT, dt=float(dt))
 
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,

@@ -23,6 +23,8 @@ import numpy as np
 from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
 from pfnn_core.math.quat import quat_from_matrix, quat_mul_vec, quat_to_matrix
+from pfnn_core.runtime import release
+from pfnn_core.runtime.release import release_rate
 from pfnn_core.skeleton import foot_joints
 
 RELEASE_ACCELERATION = 50.0  # m/s^2: the most a release fade accelerates a joint (3 cm off its trend at 30 Hz)
@@ -157,7 +159,7 @@ class FootLocks(NamedTuple):
     active: np.ndarray  # [..., F] bool: pin held vs released
     offset: np.ndarray  # [..., F, 3] world offset of the shown joint from the network's at the release
     stepping: np.ndarray | None = None  # [..., F] bool: released into a catch-up step (None: none are)
-    velocity: np.ndarray | None = None  # [..., F, 3] m/s: a new pin's own velocity while it lands (None: at rest)
+    velocity: np.ndarray | None = None  # [..., F, 3] m/s: a new pin's own while it lands, a spring release's offset's
 
 
 @njit
@@ -204,7 +206,7 @@ class Pin(NamedTuple):
     offset: tuple  # world offset of the shown joint from the network's joint (fades out once released)
     shown: tuple  # where the joint is shown this tick
     stepping: bool  # released into a catch-up step
-    velocity: tuple  # m/s: the pin's own velocity while it lands (zero once at rest, and while released)
+    velocity: tuple  # m/s: the pin's own while it lands (0 at rest), the offset's in a spring release (else 0)
 
 
 @njit
@@ -224,7 +226,8 @@ def landing_velocity(shown, shown_before, dt, land_keep):
 
 @njit
 def update_lock(target, weight, active, offset, foot, in_contact, release_time, dt, release_distance, floor_level,
-                start_height, snap_height, snap_keep, stepping, step_height, velocity, shown_before, land_keep):
+                start_height, snap_height, snap_keep, stepping, step_height, velocity, shown_before, land_keep,
+                release_rate=0.0, release_lift=0.0):
     """Advance one foot joint's pin by one tick (a `Pin`).
 
     A pin starts when the contact output rises above its threshold while the joint is shown within
@@ -247,8 +250,9 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
     the knee and ankle): it keeps the joint's incoming velocity (from `shown_before`, where it was
     shown last tick; `landing_velocity`), a share `land_keep` of it kept per tick, never below the
     floor level (a downward velocity ends there), so the foot comes to rest over a few ticks and
-    slides at most LANDING_SLIDE."""
-    rest = (0.0, 0.0, 0.0)
+    slides at most LANDING_SLIDE. SPRING RELEASE: with `release_rate` > 0 (1 / `pin_release_time`) a released
+    offset decays as a spring from the joint at rest on its pin instead (`release.spring_release`)."""
+    rest, spring, released_velocity = (0.0, 0.0, 0.0), release_rate > 0.0, velocity
     if stepping:
         weight = max(weight - dt / max(release_duration(mat3.scale(offset, 1.0 + CATCH_UP_LEAD), release_time), 1e-6),
                      0.0)
@@ -257,7 +261,7 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
             return Pin(target, weight, False, offset, shown, True, rest)
         landed = mat3.sub(shown, foot)  # = -CATCH_UP_LEAD x offset: it fades out if the contact has ended
         return Pin(shown, 1.0, in_contact, landed, shown, False, rest)
-    shown = mat3.add(foot, mat3.scale(offset, mat3.smoothstep(weight)))
+    shown = mat3.add(foot, mat3.scale(offset, 1.0 if spring and weight > 0.0 else mat3.smoothstep(weight)))
     has_floor = floor_level == floor_level
     if active and in_contact and land_keep > 0.0:  # a landing pin moves on, slowing
         velocity = mat3.scale(velocity, land_keep)
@@ -290,6 +294,10 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
             shrink = release_distance / max(distance, 1e-12)
             target = (foot[0] + dx * shrink, target[1], foot[2] + dz * shrink)
         return Pin(target, 1.0, True, mat3.sub(target, foot), target, False, velocity)
+    if spring:
+        shown, weight, offset, velocity = release.spring_release(target, weight, active, offset, foot, released_velocity,
+                                                                 dt, floor_level, release_rate, release_lift)
+        return Pin(shown, weight, False, offset, shown, False, velocity)
     if active:  # the contact ended: release from where the pin holds the joint
         offset, weight = mat3.sub(target, foot), 1.0
     else:
@@ -301,12 +309,13 @@ def update_lock(target, weight, active, offset, foot, in_contact, release_time, 
 @njit
 def _update_locks(target, weight, active, offset, stepping, velocity, foot, shown_before, contacts, threshold,
                   release_time, dt, release_distance, floor, start_height, snap_height, snap_keep, step_height, land_keep,
-                  out_target, out_weight, out_active, out_offset, out_stepping, out_velocity, out_shown):
+                  release_rate, release_lift, out_target, out_weight, out_active, out_offset, out_stepping, out_velocity,
+                  out_shown):
     for i in range(foot.shape[0]):
         pin = update_lock(mat3.load3(target, i), weight[i], active[i], mat3.load3(offset, i), mat3.load3(foot, i),
                           contacts[i] > threshold, release_time, dt, release_distance, floor[i], start_height,
                           snap_height, snap_keep, stepping[i], step_height, mat3.load3(velocity, i),
-                          mat3.load3(shown_before, i), land_keep)
+                          mat3.load3(shown_before, i), land_keep, release_rate, release_lift)
         mat3.store3(out_target, i, pin.target)
         out_weight[i], out_active[i], out_stepping[i] = pin.weight, pin.active, pin.stepping
         mat3.store3(out_offset, i, pin.offset)
@@ -318,12 +327,15 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, re
                       release_distance: float, dt: float, floor=None, start_height: float = np.inf,
                       snap_height: float = 0.0, snap_halflife: float = 0.03,
                       step_height: float | None = None, shown_before=None,
-                      landing_time: float = 0.0) -> tuple[FootLocks, np.ndarray]:
+                      landing_time: float = 0.0, pin_release_time: float = 0.0,
+                      release_lift: float = 0.0) -> tuple[FootLocks, np.ndarray]:
     """`update_lock` for every foot joint [..., F]; returns (locks, shown positions [..., F, 3]).
     `release_time` (s): how long a released pin's offset takes to fade out; `floor` [..., F] the
     joints' floor levels (None: no floor); `step_height` (m): lift of a catch-up step past the leash
     (None: dragged on the leash instead); `shown_before` [..., F, 3]: where the joints were shown last
-    tick, and `landing_time` (s, `landing_keep`): how long a new pin keeps their velocity (0: none)."""
+    tick, and `landing_time` (s, `landing_keep`): how long a new pin keeps their velocity (0: none);
+    `pin_release_time` (s): the time constant of the spring release (0: the smoothstep fade), and
+    `release_lift` (m): its horizontal part at full rate only once the joint is this high (0: always)."""
     foot_pos = np.asarray(foot_pos, dtype=float)
     shape = foot_pos.shape[:-1]
     count = int(np.prod(shape))
@@ -338,7 +350,8 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, re
                   _flat(foot_pos, shape, 3), _flat(before, shape, 3), _flat1(contacts, shape), float(threshold),
                   float(release_time), float(dt), float(release_distance), _flat1(floor, shape), float(start_height),
                   float(snap_height), fade_keep(snap_halflife, dt), -1.0 if step_height is None else float(step_height),
-                  landing_keep(landing_time, dt), out_target, out_weight, out_active, out_offset, out_stepping,
+                  landing_keep(landing_time, dt), release_rate(pin_release_time), float(release_lift),
+                  out_target, out_weight, out_active, out_offset, out_stepping,
                   out_velocity, out_shown)
     return (FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape),
                       out_offset.reshape(shape + (3,)), out_stepping.reshape(shape), out_velocity.reshape(shape + (3,))),

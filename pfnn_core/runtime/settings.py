@@ -138,6 +138,13 @@ class RuntimeSettings:
     pin_landing_time: float = tunable(0.0, "Pin landing time (s)",
                                        "A new foot pin comes to rest over about this long instead of in one tick (0 = at once).",
                                        min=0.0, max=0.1, step=0.005)
+    # A released pin's offset from the network's foot decays as a critically damped spring with this
+    # time constant (s), started so the foot leaves its pin at rest (`ik.update_lock`), instead of the
+    # smoothstep fade over `lock_release_time` that set it moving at the network foot's speed in one
+    # tick. 0 = the fade.
+    pin_release_time: float = tunable(0.0, "Pin release time (s)",
+                                       "A released foot rejoins the network's foot as a spring of this time constant (0 = fade).",
+                                       min=0.0, max=0.1, step=0.005)
     # After a stop the feet step, one at a time, to the mocap's standing stance under where the hips come
     # to rest (from the stick's release the root follows the command spring alone: the data has no stops).
     settle_steps: bool = tunable(True, "Settling steps", "After a stop, step the feet under the hips.")
