@@ -19,8 +19,8 @@ SCREEN_VIDEO_FPS = 30
 def video_shrink(choice: str, on_screen: bool, software_renderer: bool) -> int:
     """How many times smaller each way the video is than the window: 1 or 2. 'auto' halves a video of
     the window on screen when a software rasteriser draws it: the rasteriser takes the CPU the encoder
-    needs, and at full size the encoder costs a 2-core machine a fifth of its frame rate (BENCHMARKS.md);
-    headless runs wait for the encoder, so they keep the full size."""
+    needs, and half size halves the encoder's work (a 2-core machine kept 74% of its frame rate at full
+    size, 76-82% at half: BENCHMARKS.md); headless runs wait for the encoder, so they keep the full size."""
     if choice in ("full", "half"):
         return 1 if choice == "full" else 2
     return 2 if on_screen and software_renderer else 1
