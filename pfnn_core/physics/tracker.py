@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from pfnn_core.math.quat import quat_inv, quat_mul, quat_normalize, quat_to_expmap, vector_length
-from pfnn_core.motion.kinematics import local_rotations
+from pfnn_core.math.quat import quat_inv, quat_normalize, vector_length
 from pfnn_core.physics.body import PhysicsBody
 from pfnn_core.physics.events import MAX_IMPULSE
+from pfnn_core.physics.quickquat import inverse_terms, quat_mul, quat_mul_terms, quat_to_expmap, signed_terms
 from pfnn_core.physics.settings import PhysicsSettings
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,9 @@ class PhysicsTracker:
         plan = body.plan
         self.parents = np.asarray(plan.parents)
         self.inverse_reference = quat_inv(np.array([plan.node(j).reference for j in body.ball_joints]))
+        self._reference_terms = signed_terms(self.inverse_reference)[None]
+        self._ball_parents = self.parents[body.ball_joints]  # every ball joint has a parent (the hips are the free joint)
+        self._shares: dict[int, np.ndarray] = {}  # substeps -> [n] each substep's share of the tick
         self.carried = [j for j in range(len(plan.names)) if j not in set(body.joints)]  # above the hips
         self._previous = None  # (targets [B, N, 4], hips position [B, 3], hips rotation [B, 4], feet [B, 4, 3])
         self._pending = np.zeros((self.batch, 3))
@@ -170,8 +173,9 @@ class PhysicsTracker:
     # ---- targets -------------------------------------------------------------------------------
     def targets(self, world_rot: np.ndarray) -> np.ndarray:
         """[B, N, 4] servo targets: each ball joint's local rotation measured from its reference (its qpos)."""
-        local = local_rotations(world_rot, self.parents)[:, self.body.ball_joints]
-        return quat_normalize(quat_mul(self.inverse_reference[None], local))
+        # `local_rotations(world_rot, parents)[:, ball_joints]`, worked out for the ball joints alone
+        local = quat_mul_terms(inverse_terms(world_rot[:, self._ball_parents]), world_rot[:, self.body.ball_joints])
+        return quat_normalize(quat_mul_terms(self._reference_terms, local))
 
     def _start(self, b: int, world_pos, world_rot, targets) -> None:
         """Put body b on the kinematic pose (its joints at `targets` [N, 4]), at rest."""
@@ -188,10 +192,12 @@ class PhysicsTracker:
         """Every character's substep targets, from last tick's kinematic pose to this one's."""
         body, substeps, root = self.body, self.settings.substeps, self.body.plan.root
         last_targets, last_pos, last_rot = self._previous[0], self._previous[1], self._previous[2]
-        share = np.arange(1, substeps + 1) / substeps
+        share = self._shares.get(substeps)
+        if share is None:
+            share = self._shares[substeps] = np.arange(1, substeps + 1) / substeps
         springs = nlerp(last_targets[:, None], targets[:, None], share[None, :, None, None])  # [B, n, N, 4]
         springs = springs[:, :, body.address_order].reshape(self.batch, substeps, -1)
-        spin = quat_to_expmap(quat_mul(quat_inv(last_targets), targets)) / dt  # [B, N, 3] in each joint's frame
+        spin = quat_to_expmap(quat_mul_terms(inverse_terms(last_targets), targets)) / dt  # [B, N, 3] in each joint's frame
         joint_feed = (body.kv[None, :, None] * spin)[:, body.address_order].reshape(self.batch, -1)
         start = last_pos + self._give_way[:, 0]
         self._give_way_step(dt)
@@ -259,11 +265,14 @@ class PhysicsTracker:
         forces = body.root_kp[0:3] * (targets.positions - qpos[0:3] - ahead * qvel[move_dofs]) + targets.push
         # the turn to each substep's target and the spin's damping term in the hips' frame at the tick's start
         hips = qpos[3:7].copy()
-        turns = quat_to_expmap(quat_mul(quat_inv(hips)[None], targets.rotations)) - ahead * qvel[turn_dofs]
+        turns = quat_to_expmap(quat_mul_terms(inverse_terms(hips), targets.rotations)) - ahead * qvel[turn_dofs]
         inverse, spin = np.zeros(4), np.zeros(3)
         mujoco.mju_negQuat(inverse, hips)
         mujoco.mju_rotVecQuat(spin, targets.spin, inverse)
         torques = body.root_kp[3:6] * turns + spin
+        hold = np.empty((substeps, 6))  # each substep's force and torque on the free joint's six dofs, one write
+        hold[:, 0:3], hold[:, 3:6] = forces, torques
+        hold_dofs = slice(root[0], root[0] + 6)
         # each joint also carries what hangs from it (MuJoCo's bias forces at the tick's start: gravity and
         # the motion's own inertial forces, as a muscle would), so the springs only correct
         qfrc[joint_dofs] = targets.joint_feed + data.qfrc_bias[joint_dofs]
@@ -271,7 +280,7 @@ class PhysicsTracker:
         up, sensed, soles = int(root[1]), data.sensordata[body.sole_sensors], np.zeros(body.sole_sum.shape[1] * 3)
         for k in range(substeps):
             spring[springs] = targets.springs[k]
-            qfrc[move_dofs], qfrc[turn_dofs] = forces[k], torques[k]
+            qfrc[hold_dofs] = hold[k]
             mujoco.mj_step(model, data)
             floor += constraint[up]
             soles += sensed
