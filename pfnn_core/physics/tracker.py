@@ -42,6 +42,7 @@ RESET_DISTANCE = 1.0  # m: a body whose hips are this far from the kinematic hip
 # A swinging foot that grazes the floor (the mocap's toes pass within millimetres of it) slides over it
 # instead of catching: only the soles of a planted kinematic foot grip.
 PLANTED_HEIGHT, PLANTED_SPEED, SWING_FRICTION = 0.02, 0.5, 0.05  # m, m/s, friction coefficient
+_HORIZONTAL = np.array([1.0, 0.0, 1.0])
 
 
 def nlerp(start, end, share) -> np.ndarray:
@@ -106,6 +107,7 @@ class PhysicsTracker:
         self._reference_terms = signed_terms(self.inverse_reference)[None]
         self._ball_parents = self.parents[body.ball_joints]  # every ball joint has a parent (the hips are the free joint)
         self._shares: dict[int, np.ndarray] = {}  # substeps -> [n] each substep's share of the tick
+        self._ahead: dict[tuple, np.ndarray] = {}  # (dt, substeps) -> [n, 1] each substep's time from the tick's start
         self.carried = [j for j in range(len(plan.names)) if j not in set(body.joints)]  # above the hips
         self._previous = None  # (targets [B, N, 4], hips position [B, 3], hips rotation [B, 4], feet [B, 4, 3])
         self._pending = np.zeros((self.batch, 3))
@@ -204,9 +206,11 @@ class PhysicsTracker:
         move = world_pos[:, root] + self._give_way[:, 0] - start
         turn = quat_to_expmap(quat_normalize(quat_mul(world_rot[:, root], quat_inv(last_rot))))  # [B, 3] world
         kv = body.root_kv
-        return [_TickTargets(springs[b], joint_feed[b], start[b] + share[:, None] * move[b],
-                             nlerp(last_rot[b], world_rot[b, root], share[:, None]),
-                             kv[0:3] * move[b] / dt, kv[3:6] * turn[b] / dt) for b in range(self.batch)]
+        positions = start[:, None] + share[None, :, None] * move[:, None]  # [B, n, 3]
+        rotations = nlerp(last_rot[:, None], world_rot[:, root][:, None], share[None, :, None])  # [B, n, 4]
+        push, spin_hips = kv[0:3] * move / dt, kv[3:6] * turn / dt
+        return [_TickTargets(springs[b], joint_feed[b], positions[b], rotations[b], push[b], spin_hips[b])
+                for b in range(self.batch)]
 
     # ---- the tick ------------------------------------------------------------------------------
     def step(self, world_pos, world_rot, dt: float) -> SimulatedPose:
@@ -229,12 +233,15 @@ class PhysicsTracker:
         plans = self._tick_targets(targets, world_pos, world_rot, dt)
         help_force, floor_force = np.zeros(self.batch), np.zeros(self.batch)
         sole_means = np.zeros((self.batch, 4, 3))
+        frictions = np.where(planted[:, body.sole_owner], settings.friction, SWING_FRICTION)  # [B, soles]
+        friction, pushed = body.model.geom_friction, self._pending.any(axis=1)
         for b, data in enumerate(self.datas):
-            data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
-            body.model.geom_friction[body.sole_index, 0] = np.where(planted[b][body.sole_owner], settings.friction,
-                                                                      SWING_FRICTION)
+            if pushed[b]:  # the chest's applied force is zero between ticks
+                data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
+            friction[body.sole_index, 0] = frictions[b]
             help_force[b], floor_force[b], sole_means[b] = self._substeps(data, plans[b], dt)
-            data.xfrc_applied[body.chest_body, 0:3] = 0.0
+            if pushed[b]:
+                data.xfrc_applied[body.chest_body, 0:3] = 0.0
             self._check(b, world_pos, world_rot, targets)
         self._pending[:] = 0.0
         self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
@@ -261,7 +268,9 @@ class PhysicsTracker:
         move_dofs, turn_dofs = slice(root[0], root[0] + 3), slice(root[3], root[3] + 3)
         qpos, qvel, qfrc, spring = data.qpos, data.qvel, data.qfrc_applied, model.qpos_spring
         substeps = len(targets.springs)
-        ahead = dt * np.arange(substeps)[:, None] / substeps  # [n, 1] s from the tick's start
+        ahead = self._ahead.get((dt, substeps))
+        if ahead is None:  # [n, 1] s from the tick's start
+            ahead = self._ahead[(dt, substeps)] = dt * np.arange(substeps)[:, None] / substeps
         forces = body.root_kp[0:3] * (targets.positions - qpos[0:3] - ahead * qvel[move_dofs]) + targets.push
         # the turn to each substep's target and the spin's damping term in the hips' frame at the tick's start
         hips = qpos[3:7].copy()
@@ -284,7 +293,7 @@ class PhysicsTracker:
             mujoco.mj_step(model, data)
             floor += constraint[up]
             soles += sensed
-        mean = forces.mean(axis=0) - body.root_kv[0:3] * (qpos[0:3] - start) / dt
+        mean = np.add.reduce(forces, axis=0) / substeps - body.root_kv[0:3] * (qpos[0:3] - start) / dt
         return float(np.linalg.norm(mean)), floor / substeps, body.sole_sum @ soles.reshape(-1, 3) / substeps
 
     def planted(self, feet, dt: float) -> np.ndarray:
@@ -299,7 +308,7 @@ class PhysicsTracker:
         """The hold target's push offset over one tick: a critically damped spring (exact solution),
         started by the pending pushes' velocity change (horizontal: a vertical push acts on the body only)."""
         offset, velocity = self._give_way[:, 0], self._give_way[:, 1]
-        velocity += self._pending * np.array([1.0, 0.0, 1.0]) / self.settings.body_mass
+        velocity += self._pending * _HORIZONTAL / self.settings.body_mass
         omega = 2.0 * np.pi * self.settings.push_return_frequency
         decay = np.exp(-omega * dt)
         drift = velocity + omega * offset
@@ -309,7 +318,7 @@ class PhysicsTracker:
         """Put a body back on its kinematic pose when its state went non-finite or it ran off."""
         data, root = self.datas[b], self.body.plan.root
         if np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all() and \
-                np.linalg.norm(data.qpos[0:3] - world_pos[b, root]) <= RESET_DISTANCE:
+                vector_length(data.qpos[0:3] - world_pos[b, root]) <= RESET_DISTANCE:
             return
         self.resets += 1
         self._report(f"physics body {b} ran away at {self.time_s:.2f} s; put back on the kinematic pose")
@@ -330,7 +339,7 @@ class PhysicsTracker:
         if self.carried:  # joints above the hips keep their kinematic rotation and place relative to the hips
             root = body.plan.root
             positions[:, self.carried] += (positions[:, root] - world_pos[:, root])[:, None]
-        error = vector_length(positions[:, body.joints] - world_pos[:, body.joints]).mean(axis=-1)
+        error = np.add.reduce(vector_length(positions[:, body.joints] - world_pos[:, body.joints]), axis=-1) / len(body.joints)
         return SimulatedPose(positions, rotations, foot_forces, root_force, floor_force, error, com)
 
     def sole_forces(self, data) -> np.ndarray:
