@@ -25,6 +25,7 @@ back everything a tick reads, so stepping back in time restores the bodies as th
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import mujoco
@@ -197,17 +198,21 @@ class PhysicsTracker:
         share = self._shares.get(substeps)
         if share is None:
             share = self._shares[substeps] = np.arange(1, substeps + 1) / substeps
-        springs = nlerp(last_targets[:, None], targets[:, None], share[None, :, None, None])  # [B, n, N, 4]
-        springs = springs[:, :, body.address_order].reshape(self.batch, substeps, -1)
-        spin = quat_to_expmap(quat_mul_terms(inverse_terms(last_targets), targets)) / dt  # [B, N, 3] in each joint's frame
+        # the ball joints' targets and the hips' rotation (one more joint, last) go through each step together
+        now_rot = world_rot[:, root]
+        both = nlerp(np.concatenate([last_targets, last_rot[:, None]], axis=1)[:, None],
+                     np.concatenate([targets, now_rot[:, None]], axis=1)[:, None], share[None, :, None, None])
+        springs = both[:, :, body.address_order].reshape(self.batch, substeps, -1)  # [B, n, 4N]
+        rotations = both[:, :, -1]  # [B, n, 4]
+        spins = quat_to_expmap(np.concatenate([quat_mul_terms(inverse_terms(last_targets), targets),  # each joint's frame
+                                               quat_normalize(quat_mul(now_rot, quat_inv(last_rot)))[:, None]], axis=1))
+        spin, turn = spins[:, :-1] / dt, spins[:, -1]  # [B, N, 3], [B, 3] world
         joint_feed = (body.kv[None, :, None] * spin)[:, body.address_order].reshape(self.batch, -1)
         start = last_pos + self._give_way[:, 0]
         self._give_way_step(dt)
         move = world_pos[:, root] + self._give_way[:, 0] - start
-        turn = quat_to_expmap(quat_normalize(quat_mul(world_rot[:, root], quat_inv(last_rot))))  # [B, 3] world
         kv = body.root_kv
         positions = start[:, None] + share[None, :, None] * move[:, None]  # [B, n, 3]
-        rotations = nlerp(last_rot[:, None], world_rot[:, root][:, None], share[None, :, None])  # [B, n, 4]
         push, spin_hips = kv[0:3] * move / dt, kv[3:6] * turn / dt
         return [_TickTargets(springs[b], joint_feed[b], positions[b], rotations[b], push[b], spin_hips[b])
                 for b in range(self.batch)]
@@ -287,14 +292,15 @@ class PhysicsTracker:
         qfrc[joint_dofs] = targets.joint_feed + data.qfrc_bias[joint_dofs]
         start, floor, constraint = qpos[0:3].copy(), 0.0, data.qfrc_constraint
         up, sensed, soles = int(root[1]), data.sensordata[body.sole_sensors], np.zeros(body.sole_sum.shape[1] * 3)
-        for k in range(substeps):
-            spring[springs] = targets.springs[k]
-            qfrc[hold_dofs] = hold[k]
+        spring, hold_force = spring[springs], qfrc[hold_dofs]  # views into the model and the data
+        for spring_k, hold_k in zip(targets.springs, hold):
+            spring[...] = spring_k
+            hold_force[...] = hold_k
             mujoco.mj_step(model, data)
             floor += constraint[up]
             soles += sensed
         mean = np.add.reduce(forces, axis=0) / substeps - body.root_kv[0:3] * (qpos[0:3] - start) / dt
-        return float(np.linalg.norm(mean)), floor / substeps, body.sole_sum @ soles.reshape(-1, 3) / substeps
+        return math.sqrt(mean.dot(mean)), floor / substeps, body.sole_sum @ soles.reshape(-1, 3) / substeps
 
     def planted(self, feet, dt: float) -> np.ndarray:
         """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
