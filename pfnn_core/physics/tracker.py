@@ -53,6 +53,15 @@ def nlerp(start, end, share) -> np.ndarray:
     return quat_normalize(start + share * (end - start))
 
 
+def as_slice(index):
+    """A slice for an index array that is one increasing run (a view and a plain copy instead of numpy's
+    gather), else the array itself: the same elements either way."""
+    index = np.asarray(index, dtype=int)
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
+
+
 def _log_mujoco_warning(text: str) -> None:
     log.warning("MuJoCo: %s", text)
 
@@ -106,10 +115,13 @@ class PhysicsTracker:
         self.parents = np.asarray(plan.parents)
         self.inverse_reference = quat_inv(np.array([plan.node(j).reference for j in body.ball_joints]))
         self._reference_terms = signed_terms(self.inverse_reference)[None]
-        self._ball_parents = self.parents[body.ball_joints]  # every ball joint has a parent (the hips are the free joint)
+        self._ball_parents = as_slice(self.parents[body.ball_joints])  # every ball joint has a parent (the hips: free)
         self._shares: dict[int, np.ndarray] = {}  # substeps -> [n] each substep's share of the tick
         self._ahead: dict[tuple, np.ndarray] = {}  # (dt, substeps) -> [n, 1] each substep's time from the tick's start
         self.carried = [j for j in range(len(plan.names)) if j not in set(body.joints)]  # above the hips
+        # the same indices as slices where they are one run (the bundled skeleton's all are)
+        self._ball, self._joints, self._body_ids = as_slice(body.ball_joints), as_slice(body.joints), as_slice(body.body_ids)
+        self._order, self._carried = as_slice(body.address_order), as_slice(self.carried)
         self._previous = None  # (targets [B, N, 4], hips position [B, 3], hips rotation [B, 4], feet [B, 4, 3])
         self._pending = np.zeros((self.batch, 3))
         self._give_way = np.zeros((self.batch, 2, 3))  # the hold target's push offset and its velocity
@@ -177,7 +189,7 @@ class PhysicsTracker:
     def targets(self, world_rot: np.ndarray) -> np.ndarray:
         """[B, N, 4] servo targets: each ball joint's local rotation measured from its reference (its qpos)."""
         # `local_rotations(world_rot, parents)[:, ball_joints]`, worked out for the ball joints alone
-        local = quat_mul_terms(inverse_terms(world_rot[:, self._ball_parents]), world_rot[:, self.body.ball_joints])
+        local = quat_mul_terms(inverse_terms(world_rot[:, self._ball_parents]), world_rot[:, self._ball])
         return quat_normalize(quat_mul_terms(self._reference_terms, local))
 
     def _start(self, b: int, world_pos, world_rot, targets) -> None:
@@ -202,12 +214,12 @@ class PhysicsTracker:
         now_rot = world_rot[:, root]
         both = nlerp(np.concatenate([last_targets, last_rot[:, None]], axis=1)[:, None],
                      np.concatenate([targets, now_rot[:, None]], axis=1)[:, None], share[None, :, None, None])
-        springs = both[:, :, body.address_order].reshape(self.batch, substeps, -1)  # [B, n, 4N]
+        springs = both[:, :, self._order].reshape(self.batch, substeps, -1)  # [B, n, 4N]
         rotations = both[:, :, -1]  # [B, n, 4]
         spins = quat_to_expmap(np.concatenate([quat_mul_terms(inverse_terms(last_targets), targets),  # each joint's frame
                                                quat_normalize(quat_mul(now_rot, quat_inv(last_rot)))[:, None]], axis=1))
         spin, turn = spins[:, :-1] / dt, spins[:, -1]  # [B, N, 3], [B, 3] world
-        joint_feed = (body.kv[None, :, None] * spin)[:, body.address_order].reshape(self.batch, -1)
+        joint_feed = (body.kv[None, :, None] * spin)[:, self._order].reshape(self.batch, -1)
         start = last_pos + self._give_way[:, 0]
         self._give_way_step(dt)
         move = world_pos[:, root] + self._give_way[:, 0] - start
@@ -334,17 +346,18 @@ class PhysicsTracker:
     def read_pose(self, world_pos, world_rot, foot_forces, root_force, floor_force) -> SimulatedPose:
         """The simulated pose of every body now (`world_pos` / `world_rot`: the kinematic pose, for the
         joints above the hips and the tracking error), with the tick's mean forces (see `SimulatedPose`)."""
-        body = self.body
+        body, joints, body_ids = self.body, self._joints, self._body_ids
         batch = world_pos.shape[0]
         positions, rotations = np.array(world_pos, copy=True), np.array(world_rot, copy=True)
         com = np.zeros((batch, 3))
         for b, data in enumerate(self.datas):
-            positions[b, body.joints] = data.xpos[body.body_ids]
-            rotations[b, body.joints] = data.xquat[body.body_ids]
+            positions[b, joints] = data.xpos[body_ids]
+            rotations[b, joints] = data.xquat[body_ids]
             com[b] = data.subtree_com[body.root_body]
         if self.carried:  # joints above the hips keep their kinematic rotation and place relative to the hips
             root = body.plan.root
-            positions[:, self.carried] += (positions[:, root] - world_pos[:, root])[:, None]
+            positions[:, self._carried] += (positions[:, root] - world_pos[:, root])[:, None]
+        # (numpy's gather here lays the batch innermost, which decides the order the mean's sum adds in)
         error = np.add.reduce(vector_length(positions[:, body.joints] - world_pos[:, body.joints]), axis=-1) / len(body.joints)
         return SimulatedPose(positions, rotations, foot_forces, root_force, floor_force, error, com)
 
