@@ -242,7 +242,7 @@ class PhysicsTracker:
         feet = world_pos[:, body.plan.contact_joints]
         if self._previous is None:
             self._previous = (targets.copy(), world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
-        for b in np.flatnonzero(~self._started):
+        for b in () if self._started.all() else np.flatnonzero(~self._started):
             self._start(b, world_pos[b], world_rot[b], targets[b])
             for previous, now in zip(self._previous, (targets, world_pos[:, root], world_rot[:, root], feet)):
                 previous[b] = now[b]
@@ -325,6 +325,8 @@ class PhysicsTracker:
     def _give_way_step(self, dt: float) -> None:
         """The hold target's push offset over one tick: a critically damped spring (exact solution),
         started by the pending pushes' velocity change (horizontal: a vertical push acts on the body only)."""
+        if not (self._pending.any() or self._give_way.any()):
+            return  # no push yet: the offset stays exactly zero
         offset, velocity = self._give_way[:, 0], self._give_way[:, 1]
         velocity += self._pending * _HORIZONTAL / self.settings.body_mass
         omega = 2.0 * np.pi * self.settings.push_return_frequency
