@@ -31,10 +31,17 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from pfnn_core.math.quat import quat_inv, quat_normalize, vector_length
+from pfnn_core.math.quat import (
+    inverse_terms,
+    quat_inv,
+    quat_mul_terms,
+    quat_normalize,
+    quat_to_expmap,
+    signed_terms,
+    vector_length,
+)
 from pfnn_core.physics.body import PhysicsBody
 from pfnn_core.physics.events import MAX_IMPULSE
-from pfnn_core.physics.quickquat import inverse_terms, quat_mul, quat_mul_terms, quat_to_expmap, signed_terms
 from pfnn_core.physics.settings import PhysicsSettings
 
 log = logging.getLogger(__name__)
@@ -116,8 +123,6 @@ class PhysicsTracker:
         self.inverse_reference = quat_inv(np.array([plan.node(j).reference for j in body.ball_joints]))
         self._reference_terms = signed_terms(self.inverse_reference)[None]
         self._ball_parents = as_slice(self.parents[body.ball_joints])  # every ball joint has a parent (the hips: free)
-        self._shares: dict[int, np.ndarray] = {}  # substeps -> [n] each substep's share of the tick
-        self._ahead: dict[tuple, np.ndarray] = {}  # (dt, substeps) -> [n, 1] each substep's time from the tick's start
         self.carried = [j for j in range(len(plan.names)) if j not in set(body.joints)]  # above the hips
         # the same indices as slices where they are one run (the bundled skeleton's all are)
         self._ball, self._joints, self._body_ids = as_slice(body.ball_joints), as_slice(body.joints), as_slice(body.body_ids)
@@ -207,9 +212,7 @@ class PhysicsTracker:
         """Every character's substep targets, from last tick's kinematic pose to this one's."""
         body, substeps, root = self.body, self.settings.substeps, self.body.plan.root
         last_targets, last_pos, last_rot = self._previous[0], self._previous[1], self._previous[2]
-        share = self._shares.get(substeps)
-        if share is None:
-            share = self._shares[substeps] = np.arange(1, substeps + 1) / substeps
+        share = np.arange(1, substeps + 1) / substeps
         # the ball joints' targets and the hips' rotation (one more joint, last) go through each step together
         now_rot = world_rot[:, root]
         both = nlerp(np.concatenate([last_targets, last_rot[:, None]], axis=1)[:, None],
@@ -217,7 +220,9 @@ class PhysicsTracker:
         springs = both[:, :, self._order].reshape(self.batch, substeps, -1)  # [B, n, 4N]
         rotations = both[:, :, -1]  # [B, n, 4]
         spins = quat_to_expmap(np.concatenate([quat_mul_terms(inverse_terms(last_targets), targets),  # each joint's frame
-                                               quat_normalize(quat_mul(now_rot, quat_inv(last_rot)))[:, None]], axis=1))
+                                               quat_normalize(quat_mul_terms(signed_terms(now_rot),
+                                                                             quat_inv(last_rot)))[:, None]],
+                                              axis=1))
         spin, turn = spins[:, :-1] / dt, spins[:, -1]  # [B, N, 3], [B, 3] world
         joint_feed = (body.kv[None, :, None] * spin)[:, self._order].reshape(self.batch, -1)
         start = last_pos + self._give_way[:, 0]
@@ -242,7 +247,7 @@ class PhysicsTracker:
         feet = world_pos[:, body.plan.contact_joints]
         if self._previous is None:
             self._previous = (targets.copy(), world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
-        for b in () if self._started.all() else np.flatnonzero(~self._started):
+        for b in np.flatnonzero(~self._started):
             self._start(b, world_pos[b], world_rot[b], targets[b])
             for previous, now in zip(self._previous, (targets, world_pos[:, root], world_rot[:, root], feet)):
                 previous[b] = now[b]
@@ -285,9 +290,7 @@ class PhysicsTracker:
         move_dofs, turn_dofs = slice(root[0], root[0] + 3), slice(root[3], root[3] + 3)
         qpos, qvel, qfrc, spring = data.qpos, data.qvel, data.qfrc_applied, model.qpos_spring
         substeps = len(targets.springs)
-        ahead = self._ahead.get((dt, substeps))
-        if ahead is None:  # [n, 1] s from the tick's start
-            ahead = self._ahead[(dt, substeps)] = dt * np.arange(substeps)[:, None] / substeps
+        ahead = dt * np.arange(substeps)[:, None] / substeps  # [n, 1] s from the tick's start
         forces = body.root_kp[0:3] * (targets.positions - qpos[0:3] - ahead * qvel[move_dofs]) + targets.push
         # the turn to each substep's target and the spin's damping term in the hips' frame at the tick's start
         hips = qpos[3:7].copy()

@@ -25,6 +25,7 @@ from pfnn_core.math.mat3 import njit
 from pfnn_core.runtime import ik, settle
 from pfnn_core.runtime.pose import Pose, SkeletonPlan, _forward_kinematics
 from pfnn_core.runtime.reach import _lift_swinging_feet, _within_reach
+from pfnn_core.runtime.release import release_rate
 
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
@@ -354,7 +355,7 @@ def foot_rules(settings, dt: float) -> FootRules:
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,
         step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height),
         land_keep=float(ik.landing_keep(float(settings.pin_landing_time), float(dt))),
-        release_rate=float(ik.release_rate(float(settings.pin_release_time))), release_lift=RELEASE_LIFT, dt=float(dt))
+        release_rate=float(release_rate(float(settings.pin_release_time))), release_lift=RELEASE_LIFT, dt=float(dt))
 
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,

@@ -24,7 +24,6 @@ from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
 from pfnn_core.math.quat import quat_from_matrix, quat_mul_vec, quat_to_matrix
 from pfnn_core.runtime import release
-from pfnn_core.runtime.release import release_rate
 from pfnn_core.skeleton import foot_joints
 
 RELEASE_ACCELERATION = 50.0  # m/s^2: the most a release fade accelerates a joint (3 cm off its trend at 30 Hz)
@@ -350,7 +349,7 @@ def update_foot_locks(locks: FootLocks, foot_pos, contacts, threshold: float, re
                   _flat(foot_pos, shape, 3), _flat(before, shape, 3), _flat1(contacts, shape), float(threshold),
                   float(release_time), float(dt), float(release_distance), _flat1(floor, shape), float(start_height),
                   float(snap_height), fade_keep(snap_halflife, dt), -1.0 if step_height is None else float(step_height),
-                  landing_keep(landing_time, dt), release_rate(pin_release_time), float(release_lift),
+                  landing_keep(landing_time, dt), release.release_rate(pin_release_time), float(release_lift),
                   out_target, out_weight, out_active, out_offset, out_stepping,
                   out_velocity, out_shown)
     return (FootLocks(out_target.reshape(shape + (3,)), out_weight.reshape(shape), out_active.reshape(shape),

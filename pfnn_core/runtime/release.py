@@ -8,10 +8,9 @@ back while the shown joint is on the floor (`release_lift`), where moving it cou
 """
 from __future__ import annotations
 
-import math
-
 from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
+from pfnn_core.math.springs import decay_offset
 
 RELEASE_DONE = 2e-4  # m: a released pin's spring offset (and its motion per tick) below this has rejoined the network's joint
 RELEASE_FLOOR_SHARE = 0.25  # share of the spring release's horizontal rate while the shown joint is on the floor
@@ -23,23 +22,14 @@ def release_rate(pin_release_time: float) -> float:
 
 
 @njit
-def spring_step(x, v, rate, dt):
-    """One tick of a critically damped spring toward 0, solved exactly: (x, v) after dt for rate
-    w = 1 / time constant, x(t) = (x0 + (v0 + w x0) t) exp(-w t); rate 0 keeps the velocity."""
-    decay = math.exp(-rate * dt)
-    j = v + rate * x
-    return (x + j * dt) * decay, (v - j * rate * dt) * decay
-
-
-@njit
 def release_spring(offset, velocity, flat_rate, up_rate, dt):
     """A released pin's offset from the network's joint (and its velocity) one tick on, each axis a
-    critically damped spring (`spring_step`; the horizontal axes at `flat_rate`, the vertical at
+    critically damped spring (`springs.decay_offset`; the horizontal axes at `flat_rate`, the vertical at
     `up_rate`): inertialization. Started with the velocity that keeps the shown joint's own (a held
     pin's: at rest), the joint leaves its pin with no jump in its velocity."""
-    x, vx = spring_step(offset[0], velocity[0], flat_rate, dt)
-    y, vy = spring_step(offset[1], velocity[1], up_rate, dt)
-    z, vz = spring_step(offset[2], velocity[2], flat_rate, dt)
+    x, vx = decay_offset(offset[0], velocity[0], flat_rate, dt)
+    y, vy = decay_offset(offset[1], velocity[1], up_rate, dt)
+    z, vz = decay_offset(offset[2], velocity[2], flat_rate, dt)
     return (x, y, z), (vx, vy, vz)
 
 

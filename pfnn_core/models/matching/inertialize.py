@@ -20,6 +20,7 @@ import numpy as np
 
 from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
+from pfnn_core.math.springs import decay_offset
 from pfnn_core.runtime.trajectory import spring_rate
 
 # Where each block of the output layout starts (`output_starts`), in this order.
@@ -82,14 +83,6 @@ def quat_nlerp(a, b, t):
 def _load_quat(rotations, b, slot, joint):
     return (rotations[b, slot, joint, 0], rotations[b, slot, joint, 1], rotations[b, slot, joint, 2],
             rotations[b, slot, joint, 3])
-
-
-@njit
-def decay_offset(x, v, rate, dt):
-    """An offset x with velocity v after dt of a critically damped spring toward 0: (x, v)."""
-    j1 = v + x * rate
-    decay = math.exp(-rate * dt)
-    return decay * (x + j1 * dt), decay * (v - j1 * rate * dt)
 
 
 # ---- the kernel --------------------------------------------------------------------------------
