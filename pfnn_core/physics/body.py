@@ -29,6 +29,7 @@ LEG_KEYWORDS = ("leg", "thigh", "shin", "calf", "knee", "foot", "ankle")  # join
 # An ankle or a toe carries the body's weight at the far end of its sole (a heel strike, a push-off over
 # the toes): its spring is at least stiff enough to give only this much under it.
 FOOT_GIVE = 0.05  # rad
+SOLE_SOLMIX = 1e6  # the soles' weight against the floor's (1) when MuJoCo mixes their contact parameters
 
 
 class PhysicsBody:
@@ -67,6 +68,9 @@ class PhysicsBody:
         sole = [(g, slot) for slot, j in enumerate(plan.contact_joints) for g in self.sole_geoms[j]]
         self.sole_index, self.sole_owner = np.array([g for g, _ in sole]), np.array([slot for _, slot in sole])
         self.sole_slot = {int(g): slot for g, slot in sole}
+        # a sole's contact with the floor takes the sole's own solref (`PhysicsSettings.sole_contact_time`):
+        # MuJoCo mixes the two geoms' by their solmix weights
+        model.geom_solmix[self.sole_index] = SOLE_SOLMIX
         # the sole boxes' contact sensors (`mjcf._sole_sensors`): where each one's 3 numbers are in
         # `sensordata` (one block, the boxes in `sole_index`'s order) and the matrix summing them per joint
         boxes = list(self.sole_slot)  # each box once, its force on the joint `sole_slot` gives (as `sole_forces`)
@@ -151,6 +155,7 @@ class PhysicsBody:
         model.body_inertia[:] = self.base_inertia * scale
         self._apply_servos(settings, scale)
         model.geom_friction[:, 0] = settings.friction
+        model.geom_solref[self.sole_index, 0] = settings.sole_contact_time
         if settings.self_collision:
             model.geom_contype[:], model.geom_conaffinity[:] = self.base_contype, self.base_conaffinity
         else:  # the body's geoms collide with the floor alone

@@ -52,6 +52,18 @@ class PhysicsSettings:
     # Sliding friction coefficient of every contact (soles on the floor, limbs on limbs).
     friction: float = tunable(1.0, "Friction", "Sliding friction coefficient of the soles on the floor.",
                                min=0.05, max=3.0, step=0.05)
+    # A planted sole is held where it landed: when a kinematic foot becomes planted, this share of the
+    # simulated foot's horizontal offset from it is kept through the stance (the leg's targets turned by
+    # a two-bone IK), instead of the servos dragging the loaded sole to the kinematic pin (`landing.py`).
+    landing_hold: float = tunable(0.6, "Landing hold", "Share of where the simulated foot landed kept while it is "
+                                  "planted (1 = it stays where it came down; 0 = pulled to the kinematic foot).",
+                                  min=0.0, max=1.0, step=0.05)
+    # The soles' contact with the floor: the time constant of MuJoCo's soft contact (solref; mixed with the
+    # floor's, and never under two physics steps). Shorter is a stiffer, less springy contact: a loaded
+    # sole sinks and creeps less.
+    sole_contact_time: float = tunable(0.004, "Sole contact time (s)", "Time constant of the soles' contact with the "
+                                       "floor: shorter is stiffer (MuJoCo keeps it at least two physics steps).",
+                                       min=0.002, max=0.02, step=0.001)
     # Total mass of the body (the density of every part scaled to it).
     body_mass: float = tunable(60.0, "Body mass (kg)", "Mass of the whole simulated body.", min=20.0, max=200.0, step=1.0)
     # Limbs collide with each other (pairs that overlap in the reference pose never do).

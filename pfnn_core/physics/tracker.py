@@ -18,7 +18,9 @@ turn 10 cm and 30 degrees off). A push is a force at the chest over one tick, an
 to it: its target takes the push's velocity change and returns like a critically damped spring
 (`PhysicsSettings.push_return_frequency`), so the body is carried off by the push and brought back
 while its limbs react to the force itself. A body whose state goes non-finite, or strays far from its
-target, is put back on the kinematic pose and the event is reported (`take_messages`). The first tick
+target, is put back on the kinematic pose and the event is reported (`take_messages`). With
+`PhysicsSettings.landing_hold` a planted simulated sole is held where it landed (`landing.py`): the
+stance leg's targets are turned to keep the simulated foot's landing offset from the kinematic pin. The first tick
 (and `reset`) starts each body on its kinematic pose, at rest. `snapshot` / `restore` keep and put
 back everything a tick reads, so stepping back in time restores the bodies as they were.
 """
@@ -42,6 +44,7 @@ from pfnn_core.math.quat import (
 )
 from pfnn_core.physics.body import PhysicsBody
 from pfnn_core.physics.events import MAX_IMPULSE
+from pfnn_core.physics.landing import LandingHold
 from pfnn_core.physics.settings import PhysicsSettings
 
 log = logging.getLogger(__name__)
@@ -109,6 +112,7 @@ class TrackerSnapshot:
     give_way: np.ndarray  # [B, 2, 3] the hold target's push offset and its velocity
     started: np.ndarray  # [B] bool
     time_s: float
+    landing: tuple = ()  # LandingHold.state() and the simulated contact joints after the tick
 
 
 class PhysicsTracker:
@@ -131,6 +135,9 @@ class PhysicsTracker:
         self._pending = np.zeros((self.batch, 3))
         self._give_way = np.zeros((self.batch, 2, 3))  # the hold target's push offset and its velocity
         self._started = np.zeros(self.batch, dtype=bool)
+        self.landing = LandingHold(plan.names, plan.parents, plan.contact_joints, self.batch)
+        self._foot_bodies = np.array([body.model.body(plan.names[j]).id for j in plan.contact_joints])
+        self._simulated_feet = np.zeros((self.batch, len(self._foot_bodies), 3))  # the contact joints after the last tick
         self._messages: list[str] = []
         self.resets = 0
         self.time_s = 0.0
@@ -144,6 +151,7 @@ class PhysicsTracker:
         index = self._characters(characters)
         self._started[index] = False
         self._pending[index] = 0.0
+        self.landing.reset(index)
 
     def push(self, impulse, characters=None) -> None:
         """An impulse (N s, world x, y, z; [3] or [n, 3]) at the chest of these characters (default all),
@@ -177,7 +185,8 @@ class PhysicsTracker:
             mujoco.mj_getState(model, data, states[b], spec)
         previous = None if self._previous is None else tuple(a.copy() for a in self._previous)
         return TrackerSnapshot(states, np.array([data.qfrc_bias for data in self.datas]), previous,
-                               self._pending.copy(), self._give_way.copy(), self._started.copy(), self.time_s)
+                               self._pending.copy(), self._give_way.copy(), self._started.copy(), self.time_s,
+                               self.landing.state() + (self._simulated_feet.copy(),))
 
     def restore(self, snapshot: "TrackerSnapshot") -> None:
         """Every body and the tracker as they were at `snapshot` (stepping back in time): the ticks after
@@ -189,6 +198,9 @@ class PhysicsTracker:
         self._previous = None if snapshot.previous is None else tuple(a.copy() for a in snapshot.previous)
         self._pending[:], self._give_way[:] = snapshot.pending, snapshot.give_way
         self._started[:], self.time_s = snapshot.started, snapshot.time_s
+        if snapshot.landing:
+            self.landing.set_state(snapshot.landing[:-1])
+            self._simulated_feet[:] = snapshot.landing[-1]
 
     # ---- targets -------------------------------------------------------------------------------
     def targets(self, world_rot: np.ndarray) -> np.ndarray:
@@ -243,15 +255,27 @@ class PhysicsTracker:
             self._report(f"physics setting {name} = {old} is outside its range; using {new:g}")
         body, settings, root = self.body, self.settings, self.body.plan.root
         body.apply(settings, dt)
-        targets = self.targets(world_rot)
         feet = world_pos[:, body.plan.contact_joints]
+        starting = np.flatnonzero(~self._started)
+        if settings.landing_hold > 0.0 or self.landing.offset.any():
+            # a planted sole held where it landed: the stance legs' targets turned to keep it there
+            last_feet = feet.copy() if self._previous is None else self._previous[3].copy()
+            last_feet[starting] = feet[starting]
+            planted = self.planted(feet, dt, last_feet)
+            simulated = self._simulated_feet.copy()
+            simulated[starting] = feet[starting]
+            self.landing.update(planted[:, 0::2], simulated, feet, settings.landing_hold, dt)
+            targets = self.targets(self.landing.rotations(world_pos, world_rot))
+        else:
+            targets, planted = self.targets(world_rot), None
         if self._previous is None:
             self._previous = (targets.copy(), world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
-        for b in np.flatnonzero(~self._started):
+        for b in starting:
             self._start(b, world_pos[b], world_rot[b], targets[b])
             for previous, now in zip(self._previous, (targets, world_pos[:, root], world_rot[:, root], feet)):
                 previous[b] = now[b]
-        planted = self.planted(feet, dt)
+        if planted is None:
+            planted = self.planted(feet, dt)
         plans = self._tick_targets(targets, world_pos, world_rot, dt)
         help_force, floor_force = np.zeros(self.batch), np.zeros(self.batch)
         sole_means = np.zeros((self.batch, 4, 3))
@@ -262,6 +286,7 @@ class PhysicsTracker:
                 data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
             friction[body.sole_index, 0] = frictions[b]
             help_force[b], floor_force[b], sole_means[b] = self._substeps(data, plans[b], dt)
+            self._simulated_feet[b] = data.xpos[self._foot_bodies]
             if pushed[b]:
                 data.xfrc_applied[body.chest_body, 0:3] = 0.0
             self._check(b, world_pos, world_rot, targets)
@@ -317,12 +342,14 @@ class PhysicsTracker:
         mean = np.add.reduce(forces, axis=0) / substeps - body.root_kv[0:3] * (qpos[0:3] - start) / dt
         return math.sqrt(mean.dot(mean)), floor / substeps, body.sole_sum @ soles.reshape(-1, 3) / substeps
 
-    def planted(self, feet, dt: float) -> np.ndarray:
+    def planted(self, feet, dt: float, last_feet=None) -> np.ndarray:
         """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
-        ankle or the toe within PLANTED_HEIGHT of its floor level and slower than PLANTED_SPEED). Both soles
-        of a planted foot grip the floor (a heel lifting off a held toe still touches); others slide."""
+        ankle or the toe within PLANTED_HEIGHT of its floor level and slower than PLANTED_SPEED since
+        `last_feet`, default last tick's). Both soles of a planted foot grip the floor (a heel lifting off
+        a held toe still touches); others slide."""
+        last_feet = self._previous[3] if last_feet is None else last_feet
         joint = feet[..., 1] - self.body.plan.floor_heights < PLANTED_HEIGHT
-        joint &= vector_length((feet - self._previous[3])[..., [0, 2]]) / dt < PLANTED_SPEED
+        joint &= vector_length((feet - last_feet)[..., [0, 2]]) / dt < PLANTED_SPEED
         return np.repeat(joint[:, 0::2] | joint[:, 1::2], 2, axis=1)
 
     def _give_way_step(self, dt: float) -> None:
@@ -346,6 +373,8 @@ class PhysicsTracker:
         self.resets += 1
         self._report(f"physics body {b} ran away at {self.time_s:.2f} s; put back on the kinematic pose")
         self._start(b, world_pos[b], world_rot[b], targets[b])
+        self.landing.reset([b])
+        self._simulated_feet[b] = world_pos[b, self.body.plan.contact_joints]
 
     # ---- reading -------------------------------------------------------------------------------
     def read_pose(self, world_pos, world_rot, foot_forces, root_force, floor_force) -> SimulatedPose:
