@@ -196,7 +196,10 @@ def build_database(paths_or_folder, label_rule: LabelRule | None = None, workers
                     "minutes": round(sum(c.duration_s for c in clips) / 60.0, 3), "rows": database.num_rows,
                     "mirror": mirror, "clip_labels": {p.name: [lab.style, lab.content] for p, lab in zip(paths, labels)},
                     "findings": [f.to_dict() for f in findings]}
-    config = MatchingConfig(frame_step, mirror, tuple(p.name for p in paths), database.num_rows)
+    config = MatchingConfig(frame_step, mirror, tuple(p.name for p in paths), database.num_rows,
+                            tuple(label.runs for label in labels))
+    database.clip_gait = config.gait_of_clips()  # as the loader sets it from the metadata
+    database.refresh()
     meta[KIND] = config.to_meta()
     return database, meta
 

@@ -9,7 +9,9 @@ Per row: the root-frame global rotation of every joint (`rotations`, quaternions
 in the file and in memory), the hips' root-frame position, the root's motion to the next row in this
 row's root frame (vx, vz m/s, yaw rate rad/s), the four foot contacts, the gait phase and the 27
 features (`matching_features`). Per segment (`segments` columns, `SEGMENT_COLUMNS`): first row, rows,
-source clip, style, standing, first 60 Hz frame of the clip, mirrored.
+source clip, style, standing, first 60 Hz frame of the clip, mirrored. Per clip, its gait label
+(`clip_runs`: 1 a run or dash clip, 0 a walk, -1 unknown; the build's labels, kept in the metadata): a
+walk is searched among walking clips only (`search.MatchingIndex`).
 
 The file holds the unmirrored rows; `with_mirrored` appends their left/right mirrors: in the root frame
 a mirrored rotation is S Q_pair(j) L_j (S the reflection of x, L_j a per-joint signed axis permutation
@@ -49,6 +51,7 @@ class MatchingConfig:
     mirrored: bool  # append the rows' left/right mirrors when loading
     clips: tuple[str, ...]  # source file of each clip id
     rows: int  # rows in the file (before mirroring)
+    clip_runs: tuple = ()  # per clip: True a run/dash clip, False a walk or stand, None unknown; () none stored
 
     @staticmethod
     def from_meta(path: Path, values) -> "MatchingConfig":
@@ -66,11 +69,21 @@ class MatchingConfig:
             raise CheckpointError(f"{path}: matching.frame_step must be an integer 1..6, got {step!r}")
         if not isinstance(clips, list) or not all(isinstance(name, str) for name in clips):
             raise CheckpointError(f"{path}: matching.clips must be a list of file names")
-        return MatchingConfig(step, bool(values.get("mirrored", True)), tuple(clips), int(values.get("rows") or 0))
+        runs = values.get("clip_runs", [])
+        if not isinstance(runs, list) or (runs and len(runs) != len(clips)) or not all(r in (True, False, None) for r in runs):
+            raise CheckpointError(f"{path}: matching.clip_runs must be a list of true/false/null, one per clip")
+        return MatchingConfig(step, bool(values.get("mirrored", True)), tuple(clips), int(values.get("rows") or 0),
+                              tuple(runs))
+
+    def gait_of_clips(self) -> np.ndarray | None:
+        """[C] int8 per clip id: 1 a run, 0 a walk (or stand), -1 unknown; None without stored labels."""
+        if not self.clip_runs:
+            return None
+        return np.array([-1 if runs is None else int(bool(runs)) for runs in self.clip_runs], np.int8)
 
     def to_meta(self) -> dict:
         return {"format": MATCHING_FORMAT, "frame_step": self.frame_step, "mirrored": self.mirrored,
-                "clips": list(self.clips), "rows": self.rows,
+                "clips": list(self.clips), "rows": self.rows, "clip_runs": list(self.clip_runs),
                 "feature_groups": [[g.name, g.size] for g in FEATURE_GROUPS], "weights": default_weights()}
 
 
@@ -86,6 +99,7 @@ class MatchingDatabase:
     mirror_pairs: np.ndarray  # [J] int64: each joint's left/right counterpart
     mirror_reflections: np.ndarray  # [J, 3, 3] float32: L_j
     frame_step: int = 2  # 60 Hz frames per row
+    clip_gait: np.ndarray | None = None  # [C] int8 per clip id: 1 run, 0 walk, -1 unknown (None: unknown)
 
     # ---- derived per row ----------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -103,6 +117,11 @@ class MatchingDatabase:
         left = (self.segment_end - np.arange(count)) * self.frame_step  # 60 Hz frames left in the segment
         short = ((lengths - 1) * self.frame_step < FUTURE_FRAMES)[self.segment_of] if count else np.zeros(0, bool)
         self.candidates = self.row_standing | (left >= FUTURE_FRAMES) | (short & (left >= SHORT_CLIP_FRAMES))
+        self.row_gait = np.full(count, -1, np.int8)  # 1 run, 0 walk, -1 unknown
+        if self.clip_gait is not None and count:
+            clips = self.segments[self.segment_of, 2]
+            labelled = (clips >= 0) & (clips < len(self.clip_gait))  # a bad clip id is the loader's error
+            self.row_gait[labelled] = np.asarray(self.clip_gait, np.int8)[clips[labelled]]
 
     @property
     def num_rows(self) -> int:
@@ -157,7 +176,8 @@ class MatchingDatabase:
         return {TENSOR_PREFIX + name: torch.from_numpy(np.ascontiguousarray(value)) for name, value in values.items()}
 
     @staticmethod
-    def from_tensors(path: Path, tensors: dict, num_joints: int, frame_step: int) -> "MatchingDatabase":
+    def from_tensors(path: Path, tensors: dict, num_joints: int, frame_step: int,
+                     clip_gait: np.ndarray | None = None) -> "MatchingDatabase":
         """The database of a checkpoint's tensors; CheckpointError naming the file and the tensor for a
         missing one, a wrong shape, a non-finite value or segments that do not tile the rows."""
         def tensor(name, shape):
@@ -183,7 +203,7 @@ class MatchingDatabase:
             segments=_checked_segments(path, tensor("segments", (None, len(SEGMENT_COLUMNS))).astype(np.int64), count),
             mirror_pairs=tensor("mirror_pairs", (num_joints,)).astype(np.int64),
             mirror_reflections=tensor("mirror_reflections", (num_joints, 3, 3)).astype(np.float32),
-            frame_step=int(frame_step))
+            frame_step=int(frame_step), clip_gait=clip_gait)
         pairs = database.mirror_pairs
         if (pairs < 0).any() or (pairs >= num_joints).any() or (pairs[pairs] != np.arange(num_joints)).any():
             raise CheckpointError(f"{path}: tensor 'matching.mirror_pairs' is not a left/right pairing of the joints")

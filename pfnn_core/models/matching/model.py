@@ -12,7 +12,9 @@ and at a start or a stop the body's velocities come from it too (`queries`). The
 misses the asked path by more than `TRAJECTORY_MISS` (most styles have no side-step). The frame playing
 (or one within `NEAR_ROWS` of it in its clip) being the best, or the best not `SWITCH_MARGIN` cheaper,
 nothing changes; otherwise the character switches there (`matching_inertialize`). Gait and strafing
-need no input of their own: the trajectory's speed and facings select runs, walks and side-steps.
+need no input of their own: the trajectory's speed and facings select runs, walks and side-steps. With
+the gait rule on (`GAIT_RULE`, off by default) the path's speed at its end, seen without the runtime's
+slow-walk warp (`asked_gait`), also restricts the search to walking or to run clips.
 
 `load_matching_checkpoint` reads the file `matching_build` writes; the runtime reaches no training or
 data-building code from here.
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pfnn_core.features.contract import RUN_FADE, TRAJ_OFFSETS
 from pfnn_core.math.mat3 import njit
 from pfnn_core.models.base import ModelInput, ModelOutput, MotionModel
 from pfnn_core.models.checkpoint import Checkpoint, CheckpointError, card_of, layout_of, stored_meta
@@ -43,7 +46,7 @@ from pfnn_core.models.matching.features import (
     weight_vector,
 )
 from pfnn_core.models.matching.inertialize import output_starts, play_kernel
-from pfnn_core.models.matching.search import MatchingIndex
+from pfnn_core.models.matching.search import RUN, WALK, MatchingIndex
 
 NEAR_ROWS = 2  # a best frame this many rows from the one playing, in its clip, is the one playing
 SHARP_MOVE = 0.3  # m: a trajectory sample this far from where it was at the last search searches at once
@@ -52,6 +55,14 @@ STAND_DISTANCE = 0.2  # m: an asked trajectory ending this near the root at +1 s
 REST_STEP = 0.05  # m: ... or one covering less than this in its last third of a second (at rest: a stop)
 TRAJECTORY_MISS = 10.0  # d^2 of the trajectory groups: a style's best frame missing the path by more borrows
 SWITCH_MARGIN = 0.2  # a found frame must cost this share less than the one playing to switch to it
+# The gait rule (a walk searched among walking clips only, a run among run clips: `asked_gait`,
+# `search.GAIT_RULE`) is off by default; `matching_gait_rule` in the settings (or this default) turns it on.
+# On the held-out suite it removed every two-foot lift of the walks (7 of 17 rows over the mocap's share
+# + 1 point -> 0) and 6 of the 7 starts lifting both feet over 2 cm, but the runtime's pose pops rose from
+# 2.07 to 4.73 per minute and one style walk's skating from 0.78x to 1.17x the mocap's (assets/models/matching.md).
+GAIT_RULE = False
+RUN_SPEED = sum(RUN_FADE) / 2.0  # m/s: the asked path's speed at its end above which it asks a run (1.9)
+WARP_MARGIN = 0.1  # a path faster now than the slow-walk threshold by this share is not speed-warped
 DEFAULT_INTERVAL = 0.1  # s, without the live setting
 DEFAULT_HALFLIFE = 0.1  # s
 
@@ -63,7 +74,7 @@ def load_matching_checkpoint(path: Path, info: dict, tensors: dict, device="cpu"
     layout = layout_of(path, info)
     meta = stored_meta(info)
     card = card_of(path, meta, layout, None, KIND)
-    database = MatchingDatabase.from_tensors(path, tensors, len(card.names), config.frame_step)
+    database = MatchingDatabase.from_tensors(path, tensors, len(card.names), config.frame_step, config.gait_of_clips())
     segments = database.segments
     if (segments[:, 2] < 0).any() or (segments[:, 2] >= len(config.clips)).any():
         raise CheckpointError(f"{path}: tensor 'matching.segments' names a clip beyond matching.clips")
@@ -106,6 +117,25 @@ def gather_rows(current, found, fresh, segment_end, out):
         playing = found[b] if fresh[b] else current[b]
         out[b, 0], out[b, 1] = playing, min(playing + 1, segment_end[playing])
         out[b, 2], out[b, 3] = found[b], min(found[b] + 1, segment_end[found[b]])
+
+
+def asked_gait(x: np.ndarray, x_layout, slow_walk_speed: float, max_warp: float) -> np.ndarray:
+    """[B] WALK or RUN: the gait the model input's planned trajectory asks, by its speed at its end
+    (+40 to +50 frames) against `RUN_SPEED`, seen without the runtime's slow-walk speed warp.
+
+    The runtime shows a model a path slower than `slow_walk_speed` now (m/s) sped up by k =
+    slow_walk_speed / speed, at most `max_warp` (`runtime.root_motion.speed_warp`), positions and
+    gait labels alike: at a start from standing every sample is up to 3x as far, and the labels of a walk
+    asked from standing said "run" (the search then found a run clip's start and played on into its
+    flight, both feet up). k is 1 when the path's speed now (-10 to +10 frames) is clearly over the
+    threshold; otherwise it may be anything up to `max_warp`, and the end's speed is taken as that
+    warp would make it (the slower reading: a start is a walk until the path is no longer warped)."""
+    positions = x_layout.unpack(x)["traj_pos"]
+    at = {frame: TRAJ_OFFSETS.index(frame) for frame in (-10, 10, 40, 50)}
+    now = np.linalg.norm(positions[:, at[10]] - positions[:, at[-10]], axis=-1) * (60.0 / 20.0)
+    end = np.linalg.norm(positions[:, at[50]] - positions[:, at[40]], axis=-1) * (60.0 / 10.0)
+    warped = (slow_walk_speed > 0.0) & (now <= slow_walk_speed * (1.0 + WARP_MARGIN))
+    return np.where(end / np.where(warped, max(max_warp, 1.0), 1.0) > RUN_SPEED, RUN, WALK)
 
 
 def live_weights(settings) -> np.ndarray:
@@ -181,7 +211,11 @@ class MatchingModel(MotionModel):
                       state["clock"], float(getattr(settings, "matching_search_interval", DEFAULT_INTERVAL)),
                       trajectory, state["search_traj"], SHARP_MOVE, math.cos(SHARP_TURN), current, frac, searching)
         fresh = state["row"] < 0
-        found, switch = self._search(inputs, state, current, fresh, searching, trajectory)
+        gait = None
+        if getattr(settings, "matching_gait_rule", GAIT_RULE):
+            gait = asked_gait(inputs.x, self.x_layout, float(getattr(settings, "slow_walk_speed", 0.0)),
+                              float(getattr(settings, "max_speed_warp", 1.0)))
+        found, switch = self._search(inputs, state, current, fresh, searching, trajectory, gait)
         gathered = np.empty((batch, 4), np.int64)
         gather_rows(current, found, fresh, database.segment_end, gathered)
         switch &= ~fresh
@@ -210,10 +244,10 @@ class MatchingModel(MotionModel):
         queries[changing, VELOCITY_PART] = asked_velocities(trajectory[changing])
         return queries
 
-    def _search(self, inputs: ModelInput, state: dict, current, fresh, searching, trajectory):
-        """(found row [B], switch [B] bool) of the characters `searching` [B]: their queries, the search and
-        the rule for keeping the frame playing (the others keep theirs); the state's clock and last-search
-        fields are updated in place."""
+    def _search(self, inputs: ModelInput, state: dict, current, fresh, searching, trajectory, gait=None):
+        """(found row [B], switch [B] bool) of the characters `searching` [B] (asking `gait` [B], WALK or
+        RUN; None: any): their queries, the search and the rule for keeping the frame playing (the others
+        keep theirs); the state's clock and last-search fields are updated in place."""
         database, settings = self.database, inputs.settings
         found = current.copy()
         switch = np.zeros(len(current), bool)
@@ -227,7 +261,7 @@ class MatchingModel(MotionModel):
             queries[new, POSE_PART] = pose_features(x["joint_pos"], x["joint_vel"], self.feet, self.anchor)
         self.index.set_weights(live_weights(settings))
         result = self.index.search_borrowing(queries, None if inputs.style is None else inputs.style[who],
-                                             TRAJECTORY_PART, TRAJECTORY_MISS)
+                                             TRAJECTORY_PART, TRAJECTORY_MISS, None if gait is None else gait[who])
         # a stop: the frame playing moves and the path asked comes to rest. The data holds no stops, and a
         # moving frame kept winning for 0.3-0.45 s (its foot groups fit, and a side-walk's body turned
         # toward its motion fits the kept facing better than any standing frame): the best standing

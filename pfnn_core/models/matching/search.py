@@ -6,6 +6,12 @@ standing clips). A character with a blend of styles searches each style it has w
 takes the cheapest cost d^2 / w: a style with less weight needs a closer frame to win. A model without
 styles has one tree over all rows.
 
+A query also names its gait (`WALK`, `RUN`, or `ANY_GAIT`): a walk searches the walking clips' frames
+(and the standing ones) only, a run the run clips' (`GAIT_RULE`). Nearest by features alone, a start from
+standing found a run clip's first frames (a run from standing fits a standing pose and an accelerating
+path) and played on into the run's flight, both feet up; a run slowed to a walk kept run frames. A style
+with no frame of the gait asked searches its frames of every gait.
+
 Trees are built when a style is first searched and rebuilt when the group weights change (a weight
 scales the space the tree is built in). `brute_force_nearest` is the same search without a tree, what
 the tests hold the trees to.
@@ -22,6 +28,8 @@ from pfnn_core.models.matching.features import Normalisation
 
 LEAF_SIZE = 16
 STANDING = -2  # the tree of the standing rows alone (`search_standing`)
+ANY_GAIT, WALK, RUN = -1, 0, 1  # the gait a query asks (`MatchingDatabase.row_gait`: 0 walk, 1 run)
+GAIT_RULE = {WALK: (0, -1), RUN: (1, -1)}  # the row gaits a query's gait may take (-1: unlabelled clips)
 
 
 class Found(NamedTuple):
@@ -42,7 +50,7 @@ class MatchingIndex:
         self.database, self.normalisation = database, normalisation
         self.num_styles = int(num_styles)
         self.weights: np.ndarray | None = None
-        self._trees: dict[int, _StyleTree] = {}
+        self._trees: dict[tuple[int, int], _StyleTree] = {}
 
     def set_weights(self, weights: np.ndarray) -> None:
         """Group weights per dimension [27]; a change drops the trees (built again when searched)."""
@@ -51,36 +59,53 @@ class MatchingIndex:
             self.weights = weights.copy()
             self._trees = {}
 
-    def style_rows(self, style: int) -> np.ndarray:
-        """The rows a style searches (-1: every style, a model without styles; STANDING: the standing rows)."""
+    def style_rows(self, style: int, gait: int = ANY_GAIT) -> np.ndarray:
+        """The rows a style searches (-1: every style, a model without styles; STANDING: the standing rows)
+        for a query of `gait`: the standing rows and the moving rows of that gait (`GAIT_RULE`); when the
+        style has no moving row of the gait, its moving rows of every gait."""
         database = self.database
         mask = database.candidates.copy()
         if style == STANDING:
             return np.flatnonzero(mask & database.row_standing)
         if style >= 0:
             mask &= (database.row_style == style) | database.row_standing
+        if gait != ANY_GAIT:
+            of_gait = np.isin(database.row_gait, GAIT_RULE[gait])
+            if (mask & of_gait & ~database.row_standing).any():
+                mask &= of_gait | database.row_standing
         return np.flatnonzero(mask)
 
-    def _tree(self, style: int) -> _StyleTree:
-        found = self._trees.get(style)
+    def _tree(self, style: int, gait: int = ANY_GAIT) -> _StyleTree:
+        found = self._trees.get((style, gait))
         if found is None:
-            rows = self.style_rows(style)
+            rows = self.style_rows(style, gait)
             if len(rows) == 0:
-                rows = self.style_rows(-1)  # a style with no searchable frame falls back on every frame
+                rows = self.style_rows(-1, gait)  # a style with no searchable frame falls back on every frame
             points = self.normalisation.apply(self.database.features[rows], self.weights)
             found = _StyleTree(cKDTree(points, leafsize=LEAF_SIZE, balanced_tree=False, compact_nodes=False), rows)
-            self._trees[style] = found
+            self._trees[(style, gait)] = found
         return found
 
     def normalised(self, queries: np.ndarray) -> np.ndarray:
         return self.normalisation.apply(queries, self.weights)
 
-    def search(self, queries: np.ndarray, style: np.ndarray | None) -> Found:
+    def search(self, queries: np.ndarray, style: np.ndarray | None, gait: np.ndarray | None = None) -> Found:
         """The nearest searchable row of each raw query [B, 27] among its styles (`style` [B, S] weights;
-        None or S = 0: every row)."""
+        None or S = 0: every row) and of its gait (`gait` [B]: WALK, RUN or ANY_GAIT; None: any)."""
         if self.weights is None:
             raise RuntimeError("MatchingIndex.search before set_weights")
         points = self.normalised(queries)
+        batch = len(points)
+        gait = np.full(batch, ANY_GAIT) if gait is None else np.asarray(gait)
+        found = Found(np.zeros(batch, np.int64), np.full(batch, np.inf), np.full(batch, np.inf))
+        for value in np.unique(gait):
+            members = np.flatnonzero(gait == value)
+            part = self._search_gait(points[members], None if style is None else np.asarray(style)[members], int(value))
+            found.rows[members], found.cost[members], found.distance[members] = part
+        return found
+
+    def _search_gait(self, points: np.ndarray, style: np.ndarray | None, gait: int) -> Found:
+        """`search` of normalised queries [B, 27] of one gait."""
         batch = len(points)
         best_rows = np.zeros(batch, np.int64)
         best_cost, best_distance = np.full(batch, np.inf), np.full(batch, np.inf)
@@ -96,7 +121,7 @@ class MatchingIndex:
             if len(unstyled):
                 groups.append((-1, unstyled, np.ones(len(unstyled))))
         for s, members, weight in groups:
-            tree = self._tree(s)
+            tree = self._tree(s, gait)
             distance, index = tree.tree.query(points[members], k=1)
             cost = distance * distance / weight
             better = cost < best_cost[members]
@@ -105,17 +130,19 @@ class MatchingIndex:
             best_cost[chosen], best_distance[chosen] = cost[better], distance[better]
         return Found(best_rows, best_cost, best_distance)
 
-    def search_borrowing(self, queries: np.ndarray, style: np.ndarray | None, part: slice, miss: float) -> Found:
+    def search_borrowing(self, queries: np.ndarray, style: np.ndarray | None, part: slice, miss: float,
+                         gait: np.ndarray | None = None) -> Found:
         """`search`, then for each query whose best frame in its styles still misses it by more than `miss`
         (d^2 over the dimensions `part`) the nearest row of every style, taken when it costs less: a style
-        with no frame of the motion asked (most have no side-step) borrows one rather than stand still."""
-        found = self.search(queries, style)
+        with no frame of the motion asked (most have no side-step) borrows one rather than stand still.
+        The borrowed frame is of the gait asked too."""
+        found = self.search(queries, style, gait)
         if style is None or self.num_styles == 0:
             return found
         points = self.normalised(queries)[:, part] - self.normalised(self.database.features[found.rows])[:, part]
         missed = np.flatnonzero(np.einsum("bi,bi->b", points, points) > miss)
         if len(missed):
-            other = self.search(queries[missed], None)
+            other = self.search(queries[missed], None, None if gait is None else np.asarray(gait)[missed])
             better = other.cost < found.cost[missed]
             chosen = missed[better]
             found.rows[chosen] = other.rows[better]
