@@ -22,6 +22,7 @@ from pfnn_core.physics import mjcf
 from pfnn_core.physics.fit import BodyFit, cache_folder
 from pfnn_core.physics.geometry import BodyPlan, body_plan
 from pfnn_core.physics.settings import PhysicsSettings
+from pfnn_core.runtime.ik import leg_chains
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,9 @@ class PhysicsBody:
             raise ValueError("the soles' contact sensors are not one block in the compiled model")
         self.sole_sum = (np.array([self.sole_slot[g] for g in boxes])[None, :] == np.arange(4)[:, None]).astype(float)
         self.root_dofs = model.jnt_dofadr[model.body_jntadr[self.root_body]] + np.arange(6)  # x, y, z (world), 3 turns (local)
+        ball = {int(j): n for n, j in enumerate(self.ball_joints)}
+        # per leg (left, right: the feet of contact slots 0-1 and 2-3), its servos: hip, knee, ankle and toe
+        self.leg_servos = [sorted({ball[j] for j in chain if j in ball}) for chain in leg_chains(plan.names, plan.parents)]
         self.is_leg = np.array([any(k in plan.names[j].lower() for k in LEG_KEYWORDS) for j in self.ball_joints])
         self.axis_inertia, self.root_inertia = self._axis_inertia()
         self.sole_reach = self._sole_reach()

@@ -20,6 +20,7 @@ from pfnn_core.math.springs import decay_offset
 from pfnn_core.runtime.ik import leg_chains
 
 RELEASE_RATE = 25.0  # 1/s: a lifted foot's offset decays as a critically damped spring (95% gone in 0.19 s)
+GONE = 1e-5  # m: a released offset this small (and slower than this per tick) is set to zero
 MAX_OFFSET = 0.05  # m: a landing further off than this (a push, a stumble) is held only this far
 _STRAIGHT = 1e-6  # a leg whose thigh and shin are this close to parallel (sine) is left as it is
 
@@ -48,10 +49,9 @@ def leg_ik(hip, knee, ankle, hip_rot, knee_rot, target):
 
 
 class LandingHold:
-    """Per character and foot: the held landing offset (world, horizontal) and its release velocity.
-
-    `feet` are the feet's contact-joint slots in `plan.contact_joints` (two per foot: ankle, toe) and
-    `legs` the (hip, knee, ankle) joints of each foot."""
+    """Per character and foot: the held landing offset (world, horizontal), its release velocity and
+    whether the foot was planted last tick. `slots` are each foot's contact-joint slots in
+    `plan.contact_joints` (two per foot: ankle, toe), `legs` its (hip, knee, ankle) joints."""
 
     def __init__(self, names, parents, contact_joints, batch: int):
         contact = list(contact_joints)
@@ -94,6 +94,8 @@ class LandingHold:
         lifted = ~planted
         if lifted.any() and (self.offset[lifted].any() or self.velocity[lifted].any()):
             x, v = decay_offset(self.offset[lifted], self.velocity[lifted], RELEASE_RATE, dt)
+            gone = (vector_length(x) < GONE) & (vector_length(v) < GONE / dt)  # [n]: released, exactly zero
+            x[gone], v[gone] = 0.0, 0.0
             self.offset[lifted], self.velocity[lifted] = x, v
         self.held[:] = planted
 

@@ -58,6 +58,11 @@ class PhysicsSettings:
     landing_hold: float = tunable(0.6, "Landing hold", "Share of where the simulated foot landed kept while it is "
                                   "planted (1 = it stays where it came down; 0 = pulled to the kinematic foot).",
                                   min=0.0, max=1.0, step=0.05)
+    # The servos of a leg whose kinematic foot is planted (hip, knee, ankle, toe; stiffness and damping)
+    # are this many times as stiff: softer, the stance leg gives way to the sole's grip on the floor
+    # instead of dragging it along.
+    stance_stiffness: float = tunable(0.7, "Stance leg stiffness (x)", "Scale of a planted leg's servos (1 = as "
+                                      "the swing's).", min=0.1, max=2.0, step=0.05)
     # The soles' contact with the floor: the time constant of MuJoCo's soft contact (solref; mixed with the
     # floor's, and never under two physics steps). Shorter is a stiffer, less springy contact: a loaded
     # sole sinks and creeps less.

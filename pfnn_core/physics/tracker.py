@@ -20,7 +20,9 @@ to it: its target takes the push's velocity change and returns like a critically
 while its limbs react to the force itself. A body whose state goes non-finite, or strays far from its
 target, is put back on the kinematic pose and the event is reported (`take_messages`). With
 `PhysicsSettings.landing_hold` a planted simulated sole is held where it landed (`landing.py`): the
-stance leg's targets are turned to keep the simulated foot's landing offset from the kinematic pin. The first tick
+stance leg's targets are turned to keep the simulated foot's landing offset from the kinematic pin. While
+a kinematic foot is planted its leg's servos are `stance_stiffness` times as stiff (the model's gains
+set per character for the tick's substeps and put back after it). The first tick
 (and `reset`) starts each body on its kinematic pose, at rest. `snapshot` / `restore` keep and put
 back everything a tick reads, so stepping back in time restores the bodies as they were.
 """
@@ -220,8 +222,9 @@ class PhysicsTracker:
         self._started[b] = True
         self._give_way[b] = 0.0
 
-    def _tick_targets(self, targets, world_pos, world_rot, dt: float) -> list[_TickTargets]:
-        """Every character's substep targets, from last tick's kinematic pose to this one's."""
+    def _tick_targets(self, targets, world_pos, world_rot, dt: float, servo_scale=None) -> list[_TickTargets]:
+        """Every character's substep targets, from last tick's kinematic pose to this one's (`servo_scale`
+        [B, N]: each servo's gains times this, for the damping's feed-forward; default 1)."""
         body, substeps, root = self.body, self.settings.substeps, self.body.plan.root
         last_targets, last_pos, last_rot = self._previous[0], self._previous[1], self._previous[2]
         share = np.arange(1, substeps + 1) / substeps
@@ -236,7 +239,8 @@ class PhysicsTracker:
                                                                              quat_inv(last_rot)))[:, None]],
                                               axis=1))
         spin, turn = spins[:, :-1] / dt, spins[:, -1]  # [B, N, 3], [B, 3] world
-        joint_feed = (body.kv[None, :, None] * spin)[:, self._order].reshape(self.batch, -1)
+        kv = body.kv[None, :, None] if servo_scale is None else body.kv[None, :, None] * servo_scale[:, :, None]
+        joint_feed = (kv * spin)[:, self._order].reshape(self.batch, -1)
         start = last_pos + self._give_way[:, 0]
         self._give_way_step(dt)
         move = world_pos[:, root] + self._give_way[:, 0] - start
@@ -276,7 +280,8 @@ class PhysicsTracker:
                 previous[b] = now[b]
         if planted is None:
             planted = self.planted(feet, dt)
-        plans = self._tick_targets(targets, world_pos, world_rot, dt)
+        servo_scale = self._stance_scale(planted) if settings.stance_stiffness != 1.0 else None
+        plans = self._tick_targets(targets, world_pos, world_rot, dt, servo_scale)
         help_force, floor_force = np.zeros(self.batch), np.zeros(self.batch)
         sole_means = np.zeros((self.batch, 4, 3))
         frictions = np.where(planted[:, body.sole_owner], settings.friction, SWING_FRICTION)  # [B, soles]
@@ -285,11 +290,17 @@ class PhysicsTracker:
             if pushed[b]:  # the chest's applied force is zero between ticks
                 data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
             friction[body.sole_index, 0] = frictions[b]
+            if servo_scale is not None:  # the planted legs' servos: the model's gains for this character
+                body.model.jnt_stiffness[body.joint_ids] = body.kp * servo_scale[b]
+                body.model.dof_damping[body.dof_index] = np.repeat(body.kv * servo_scale[b], 3)
             help_force[b], floor_force[b], sole_means[b] = self._substeps(data, plans[b], dt)
             self._simulated_feet[b] = data.xpos[self._foot_bodies]
             if pushed[b]:
                 data.xfrc_applied[body.chest_body, 0:3] = 0.0
             self._check(b, world_pos, world_rot, targets)
+        if servo_scale is not None:
+            body.model.jnt_stiffness[body.joint_ids] = body.kp
+            body.model.dof_damping[body.dof_index] = np.repeat(body.kv, 3)
         self._pending[:] = 0.0
         self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
         self.time_s += dt
@@ -351,6 +362,14 @@ class PhysicsTracker:
         joint = feet[..., 1] - self.body.plan.floor_heights < PLANTED_HEIGHT
         joint &= vector_length((feet - last_feet)[..., [0, 2]]) / dt < PLANTED_SPEED
         return np.repeat(joint[:, 0::2] | joint[:, 1::2], 2, axis=1)
+
+    def _stance_scale(self, planted) -> np.ndarray:
+        """[B, N] the servos' gain scale this tick: `stance_stiffness` on the legs whose kinematic foot is
+        planted (planted [B, 4]: the contact joints'; slots 2f and 2f+1 are foot f), 1 elsewhere."""
+        scale = np.ones((self.batch, len(self.body.ball_joints)))
+        for foot, servos in enumerate(self.body.leg_servos):
+            scale[np.ix_(planted[:, 2 * foot], servos)] = self.settings.stance_stiffness
+        return scale
 
     def _give_way_step(self, dt: float) -> None:
         """The hold target's push offset over one tick: a critically damped spring (exact solution),
