@@ -1,9 +1,10 @@
 """Where the viewer reads and writes files.
 
 - Work folder: `$PFNN_VIEWER_HOME`, default `~/pfnn-viewer`. Relative paths typed in the panel are
-  resolved against it, and what the viewer writes by default goes there (`models/`, `recordings/`,
-  `captures/`), never into the repository. Paths on the command line are resolved against the shell's
-  current folder, as for any command.
+  resolved against it (a file to open that is not there is looked for in the repository too, so
+  `assets/models/matching.safetensors` opens the shipped model), and what the viewer writes by default
+  goes there (`models/`, `recordings/`, `captures/`), never into the repository. Paths on the command
+  line are resolved against the shell's current folder, as for any command.
 - Settings folder: `$PFNN_VIEWER_CONFIG`, default `$XDG_CONFIG_HOME/pfnn-viewer` (`~/.config/pfnn-viewer`):
   `recent.json` remembers the folders last used in the file browser, `panel.json` the panel's layout.
 """
@@ -32,6 +33,17 @@ def resolve(text: str, base) -> Path:
     """A path typed in the panel: '~' expanded, relative paths taken from `base` (the work folder)."""
     path = Path(str(text).strip()).expanduser()
     return path if path.is_absolute() else Path(base) / path
+
+
+def resolve_existing(text: str, base) -> Path:
+    """A path typed in the panel to open: as `resolve`, but a relative path that names nothing in the work
+    folder and names a file or folder of the repository (the README's `assets/models/matching.safetensors`,
+    `assets/bvh`) is taken from the repository, so the shipped files open by the names the docs give."""
+    path = resolve(text, base)
+    typed = Path(str(text).strip()).expanduser()
+    if not typed.is_absolute() and not path.exists() and (REPOSITORY / typed).exists():
+        return REPOSITORY / typed
+    return path
 
 
 def inside_repository(path) -> bool:

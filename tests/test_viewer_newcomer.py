@@ -188,6 +188,35 @@ def test_the_running_models_path_as_shown_loads_when_typed_back(ui):
     assert ui.state.source_label.startswith(names[kind])
 
 
+def test_a_shipped_file_typed_by_its_repository_name_opens(ui, folders):
+    """The README names the shipped files from the repository ('assets/models/matching.safetensors');
+    typed into a field that opens a file, such a name opens it when the work folder has no such file."""
+    from conftest import click_widget
+
+    from app.paths import REPOSITORY, resolve_existing
+
+    name = "assets/bvh/bandai-namco-ds2-styles/dataset-2_walk_feminine_002.bvh.gz"
+    ui.state.open_sections = ("Playback",)
+    ui.run_frames(2)
+    click_widget(ui, "playback")
+    for char in name:
+        ui.window.dispatch_event("on_key_press", ord(char.lower()) if char.isalnum() else key.MINUS, 0)
+        ui.window.dispatch_event("on_text", char)
+        ui.window.dispatch_event("on_key_release", ord(char.lower()) if char.isalnum() else key.MINUS, 0)
+    ui.run_frames(len(name) + 1)
+    _press(ui, key.RETURN, frames=3)
+    try:
+        assert ui.state.playback.error == "" and ui.state.playback.active
+        assert Path(ui.state.playback.path) == REPOSITORY / name
+    finally:
+        ui.state.request("live")
+        ui.run_frames(1)
+    mine = folders["work"] / "assets" / "bvh"
+    mine.mkdir(parents=True, exist_ok=True)
+    assert resolve_existing("assets/bvh", folders["work"]) == mine  # the work folder's own file comes first
+    assert resolve_existing("assets/none.bvh", folders["work"]) == folders["work"] / "assets" / "none.bvh"
+
+
 # ---- fault 12: F12 confirms on screen ------------------------------------------------------------
 
 def test_f12_shows_a_toast_naming_the_screenshot(ui, folders):

@@ -62,7 +62,7 @@ def editor_action(state, action: str) -> None:
         if action == "add":
             if not panel.new_piece.strip():
                 raise edit.EditError("no BVH path given for the new piece")
-            path = str(state.resolve(panel.new_piece))
+            path = str(state.resolve_existing(panel.new_piece))
             duration = edit.load_motion(path, panel.cache).duration
             panel.pieces.append(PieceRow(path, 0.0, duration, duration=duration))
             panel.new_piece = ""

@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from app.paths import resolve, writable_file_problem
+from app.paths import resolve, resolve_existing, writable_file_problem
 from app.ui.messages import user_error
 
 
@@ -32,7 +32,7 @@ def training_config(form, resume: bool, work_dir):
 
     if not form.bvh_dir.strip():
         raise ValueError("choose a BVH folder")
-    data = resolve(form.bvh_dir, work_dir)
+    data = resolve_existing(form.bvh_dir, work_dir)
     bvh_paths(data)  # ValueError naming the folder when it is missing or holds no BVH file
     if not form.out.strip():
         raise ValueError("choose where to save the model ('Save to')")
@@ -45,7 +45,7 @@ def training_config(form, resume: bool, work_dir):
             raise ValueError(f"Save to: {problem}")
     resume_from = None
     if resume:
-        resume_from = resolve(form.resume_path, work_dir) if form.resume_path.strip() else resume_path_for(out)
+        resume_from = resolve_existing(form.resume_path, work_dir) if form.resume_path.strip() else resume_path_for(out)
         if not resume_from.is_file():
             raise ValueError(f"nothing to resume: no resumable checkpoint at {resume_from} (a run saves one "
                              f"next to 'Save to' at every epoch and when stopped)")

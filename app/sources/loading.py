@@ -47,7 +47,7 @@ def _open_live(state, live_source, path, crowd: int) -> LiveSource | None:
     try:
         if not text:
             raise ValueError("no checkpoint path given")
-        path = str(state.resolve(text))
+        path = str(state.resolve_existing(text))
         if isinstance(live_source, LiveSource):
             live_source.swap_model(path)
             live = live_source
@@ -55,7 +55,7 @@ def _open_live(state, live_source, path, crowd: int) -> LiveSource | None:
             live = LiveSource.from_checkpoint(path, state.settings, crowd)
         summary = live.summary()
     except Exception as error:  # any bad file: keep running what runs
-        state.model.error = failure_message("load", text and state.resolve(text), error)
+        state.model.error = failure_message("load", text and state.resolve_existing(text), error)
         return None
     state.model_defaults = RuntimeSettings.for_model(live.checkpoint.card)
     state.model.error, state.model.path, state.model.summary = "", path, summary
@@ -70,10 +70,10 @@ def open_playback(state, path) -> PlaybackSource | None:
     try:
         if not text:
             raise ValueError("no BVH path given")
-        path = str(state.resolve(text))
+        path = str(state.resolve_existing(text))
         clip = load_clip(path)
     except Exception as error:  # parse errors, missing files, skeletons we cannot show
-        state.playback.error = failure_message("open", text and state.resolve(text), error)
+        state.playback.error = failure_message("open", text and state.resolve_existing(text), error)
         return None
     playback = state.playback
     playback.error, playback.active, playback.clip_name = "", True, clip.name

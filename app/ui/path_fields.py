@@ -27,6 +27,8 @@ PATH_FIELDS = {
     "edit_out": ("editor", "out_path", "bvh", True),
     "edit_train_dir": ("editor", "train_dir", "folder", False),
 }
+# Fields whose path is only opened: a relative name not in the work folder may name a shipped file.
+OPENED_FIELDS = ("model", "bvh_dir", "resume", "playback", "edit_piece")
 # Where the browser of an empty field opens (in the work folder): the takes for playback.
 EMPTY_FIELD_FOLDERS = {"playback": "recordings", "edit_piece": "recordings"}
 
@@ -61,7 +63,7 @@ def path_field(state, field_id: str, label: str, button: str = "") -> bool:
     setattr(panel, attribute, value)
     remember_rect(state, field_id)
     if imgui.is_item_hovered() and value.strip():
-        resolved = state.resolve(value)
+        resolved = state.resolve_existing(value) if field_id in OPENED_FIELDS else state.resolve(value)
         note = "  (inside the repository)" if kind != "folder" and save and paths.inside_repository(resolved) else ""
         imgui.set_tooltip(f"{resolved}{note}")
     imgui.same_line()

@@ -156,6 +156,10 @@ class ViewerState:
         """A path typed in the panel as an absolute path (relative ones start in the work folder)."""
         return paths.resolve(text, self.work_dir)
 
+    def resolve_existing(self, text: str):
+        """A path typed in the panel to open: as `resolve`, the shipped files found by their repository names."""
+        return paths.resolve_existing(text, self.work_dir)
+
 
 def reset_settings(settings: RuntimeSettings, defaults: RuntimeSettings) -> None:
     """Every field of `settings` back to `defaults`, in place (the runtime holds this object)."""
