@@ -121,6 +121,20 @@ def test_takes_are_named_by_time_and_one_stray_r_does_not_stop_a_take(ui, folder
     assert saved[0].name in ui.state.toast_text or saved[1].name in ui.state.toast_text
 
 
+def test_a_take_is_named_by_when_it_started_as_a_recovered_one_is(ui):
+    import datetime
+
+    _press(ui, key.R)
+    started = ui.captures.recorder.started
+    assert abs((datetime.datetime.now() - started).total_seconds()) < 5
+    ui.captures.recorder.started = started - datetime.timedelta(minutes=3)  # a three-minute take
+    ui.run_frames(3)
+    _press(ui, key.R)
+    _press(ui, key.R)
+    assert not ui.state.record.recording
+    assert Path(ui.state.record.last_path).name.startswith(f"pfnn-{started - datetime.timedelta(minutes=3):%Y%m%d-%H%M%S}")
+
+
 def test_a_take_saved_to_a_name_already_taken_gets_a_new_name(ui, tmp_path):
     earlier = tmp_path / "take.bvh"
     earlier.write_text("an earlier take")

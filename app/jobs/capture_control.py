@@ -26,12 +26,13 @@ def video_shrink(choice: str, on_screen: bool, software_renderer: bool) -> int:
     return 2 if on_screen and software_renderer else 1
 
 
-def take_path(path, is_folder: bool = False):
-    """Where a BVH take goes: a folder (or a name without '.bvh') gets a new file named by date and
-    time, as screenshots and videos are; a file name already taken gets '-2', '-3', ...: a take never
+def take_path(path, is_folder: bool = False, started=None):
+    """Where a BVH take goes: a folder (or a name without '.bvh') gets a new file named by the date and
+    time the take started (`started`; now when None), as a recovered take is and as screenshots and
+    videos are by when they were taken; a file name already taken gets '-2', '-3', ...: a take never
     replaces an earlier file."""
     if is_folder or path.is_dir() or path.suffix.lower() != ".bvh":
-        path = path / capture_name("bvh")
+        path = path / capture_name("bvh", started)
     return free_path(path)
 
 
@@ -65,7 +66,7 @@ class CaptureControl:
         if self.recorder is None:
             return
         asked = record.path.strip() or "recordings/"
-        path = take_path(self.state.resolve(asked), asked.endswith(("/", "\\")))
+        path = take_path(self.state.resolve(asked), asked.endswith(("/", "\\")), self.recorder.started)
         try:
             path = self.recorder.save(path)
             record.message = f"Saved {self.recorder.frame_count} frames to {path}"

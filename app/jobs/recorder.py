@@ -8,6 +8,7 @@ second; the journal is removed once the BVH is saved, and kept (for the recovery
 not be. Journals live in `journal_folder(work_dir)`, where the next start looks for them.
 """
 
+import datetime
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ def journal_folder(work_dir) -> Path:
 class Recorder:
     def __init__(self, skeleton: dict, frame_time: float, journal_dir=None):
         self.skeleton, self.frame_time = skeleton, frame_time
+        self.started = datetime.datetime.now()  # a take is named by when it started, as a recovered one is
         self.local_rotations, self.root_translations = [], []
         self.journal = RecordingJournal.start(journal_dir, skeleton, frame_time) if journal_dir else None
 
