@@ -1,7 +1,7 @@
 """Motion matching's gait rule: a walk is searched among walking clips' frames, a run among run clips', on a
 hand-made database where the frame nearest by features alone is of the other gait; the gait asked is read
 from the planned path's speed seen without the runtime's slow-walk warp; the clips' gaits travel through the
-file; with the rule on (off by default, `model.GAIT_RULE`) the runtime plays walks for a walk and runs for a run."""
+file; with the rule on (the live `matching_gait_rule`) the runtime plays walks for a walk and runs for a run."""
 import numpy as np
 import pytest
 from test_matching_build import CLIPS, linked_folder
@@ -134,20 +134,20 @@ def path_input(now_speed: float, end_speed: float, layout) -> np.ndarray:
 
 def test_the_gait_asked_is_the_paths_speed_at_its_end_seen_without_the_speed_warp():
     layout = make_layouts(22).x
-    slow, warp = 0.9, 3.0
-    cases = [
-        (1.2, 1.4, WALK),  # a walk, faster than the slow-walk threshold: no warp, 1.4 m/s < 1.9
-        (2.7, 2.7, RUN),  # a run
-        (2.7, 1.2, WALK),  # a run slowing to a walk: the end's speed
-        (0.9, 4.2, WALK),  # a start, warped: 4.2 / 3 = 1.4 m/s at most, a walk
-        (0.9, 6.0, RUN),  # a run from standing, warped: 6.0 / 3 = 2.0 m/s even if warped 3x
-        (1.2, 2.0, RUN),  # not warped (1.2 > 0.9 x 1.1): 2.0 m/s is a run
-        (0.95, 2.0, WALK),  # possibly warped (0.95 <= 0.99): 2.0 / 3, a walk
+    cases = [  # (speed now, speed at the end as shown, the runtime's warp, the gait asked)
+        (1.2, 1.4, 1.0, WALK),  # a walk: 1.4 m/s < 1.9
+        (2.7, 2.7, 1.0, RUN),  # a run
+        (2.7, 1.2, 1.0, WALK),  # a run slowing to a walk: the end's speed
+        (0.3, 4.2, 3.0, WALK),  # a start from standing, warped 3x: 4.2 / 3 = 1.4 m/s, a walk
+        (0.3, 6.0, 3.0, RUN),  # a run from standing, warped 3x: 2.0 m/s
+        (0.8, 2.0, 1.125, WALK),  # a slow walk warped 1.125x (0.9 / 0.8): 2.0 / 1.125 = 1.78 m/s
+        (0.8, 2.2, 1.125, RUN),  # 2.2 / 1.125 = 1.96 m/s
     ]
-    x = np.stack([path_input(now, end, layout) for now, end, _ in cases])
-    np.testing.assert_array_equal(asked_gait(x, layout, slow, warp), [gait for _, _, gait in cases])
-    # without the warp (the network alone: slow-walk speed 0) the end's speed is read as it is
-    np.testing.assert_array_equal(asked_gait(x, layout, 0.0, warp), [WALK, RUN, WALK, RUN, RUN, RUN, RUN])
+    x = np.stack([path_input(now, end, layout) for now, end, _, _ in cases])
+    warp = np.array([k for _, _, k, _ in cases])
+    np.testing.assert_array_equal(asked_gait(x, layout, warp), [gait for *_, gait in cases])
+    # no warp known (a model stepped outside the runtime): the end's speed is read as it is
+    np.testing.assert_array_equal(asked_gait(x, layout, None), [WALK, RUN, WALK, RUN, RUN, RUN, RUN])
 
 
 @pytest.fixture(scope="module")

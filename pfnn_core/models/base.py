@@ -42,6 +42,7 @@ class ModelInput(NamedTuple):
     state: dict  # the model's own per-character state (`initial_model_state`), [B, ...] arrays
     settings: object  # the live `RuntimeSettings` (each kind reads its own fields)
     dt: float  # s, the simulation step
+    warp: np.ndarray | None = None  # [B] the runtime's slow-walk speed warp of x's trajectory (None: none, 1)
 
 
 class ModelOutput(NamedTuple):

@@ -212,6 +212,11 @@ class RuntimeSettings:
     matching_halflife: float = tunable(0.1, "Transition half-life (s, matching)",
                                         "Motion matching: how fast a switch to another frame blends in.",
                                         min=0.01, max=1.0, step=0.01)
+    # A walk searches only walking clips (and standing frames), a run only run clips, the gait read from the
+    # asked path's speed at its end without the slow-walk warp: a start from standing then never plays a
+    # run clip's start into its flight (both feet up).
+    matching_gait_rule: bool = tunable(True, "Gait rule (matching)",
+                                       "Motion matching: walks search walking clips only, runs run clips only.")
     # Weight of each feature group in the search (each group normalised by its spread in the database) [MM].
     matching_weight_foot_position: float = tunable(0.75, "Weight: foot positions (matching)",
                                                     "Motion matching: how much the feet's positions count.",

@@ -79,7 +79,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     pushed = commands.desired_velocity.any(axis=1)
     x = model_input(state, trajectory, root_yaw, model, settings, pushed)
     infer_start = time.perf_counter()
-    output = model.step(ModelInput(x, state.phase, state.style, state.model_state, settings, dt))
+    output = model.step(ModelInput(x, state.phase, state.style, state.model_state, settings, dt,
+                                        trajectory.warp))
     infer_ms = (time.perf_counter() - infer_start) * 1000.0
     y = output.y
     out = model.y_layout.unpack(y)

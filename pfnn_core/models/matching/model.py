@@ -13,8 +13,8 @@ misses the asked path by more than `TRAJECTORY_MISS` (most styles have no side-s
 (or one within `NEAR_ROWS` of it in its clip) being the best, or the best not `SWITCH_MARGIN` cheaper,
 nothing changes; otherwise the character switches there (`matching_inertialize`). Gait and strafing
 need no input of their own: the trajectory's speed and facings select runs, walks and side-steps. With
-the gait rule on (`GAIT_RULE`, off by default) the path's speed at its end, seen without the runtime's
-slow-walk warp (`asked_gait`), also restricts the search to walking or to run clips.
+the gait rule on (the live `matching_gait_rule`) the path's speed at its end, seen without the runtime's
+slow-walk warp (`asked_gait`, the warp from `ModelInput.warp`), also restricts the search to walking or to run clips.
 
 `load_matching_checkpoint` reads the file `matching_build` writes; the runtime reaches no training or
 data-building code from here.
@@ -55,14 +55,10 @@ STAND_DISTANCE = 0.2  # m: an asked trajectory ending this near the root at +1 s
 REST_STEP = 0.05  # m: ... or one covering less than this in its last third of a second (at rest: a stop)
 TRAJECTORY_MISS = 10.0  # d^2 of the trajectory groups: a style's best frame missing the path by more borrows
 SWITCH_MARGIN = 0.2  # a found frame must cost this share less than the one playing to switch to it
-# The gait rule (a walk searched among walking clips only, a run among run clips: `asked_gait`,
-# `search.GAIT_RULE`) is off by default; `matching_gait_rule` in the settings (or this default) turns it on.
-# On the held-out suite it removed every two-foot lift of the walks (7 of 17 rows over the mocap's share
-# + 1 point -> 0) and 6 of the 7 starts lifting both feet over 2 cm, but the runtime's pose pops rose from
-# 2.07 to 4.73 per minute and one style walk's skating from 0.78x to 1.17x the mocap's (assets/models/matching.md).
-GAIT_RULE = False
+# The gait rule (`matching_gait_rule`, a live setting: a walk searched among walking clips only, a run
+# among run clips; `asked_gait`, `search.GAIT_RULE`): see assets/models/matching.md for what it changes.
+DEFAULT_GAIT_RULE = True  # without the live setting
 RUN_SPEED = sum(RUN_FADE) / 2.0  # m/s: the asked path's speed at its end above which it asks a run (1.9)
-WARP_MARGIN = 0.1  # a path faster now than the slow-walk threshold by this share is not speed-warped
 DEFAULT_INTERVAL = 0.1  # s, without the live setting
 DEFAULT_HALFLIFE = 0.1  # s
 
@@ -119,23 +115,21 @@ def gather_rows(current, found, fresh, segment_end, out):
         out[b, 2], out[b, 3] = found[b], min(found[b] + 1, segment_end[found[b]])
 
 
-def asked_gait(x: np.ndarray, x_layout, slow_walk_speed: float, max_warp: float) -> np.ndarray:
+def asked_gait(x: np.ndarray, x_layout, warp: np.ndarray | None) -> np.ndarray:
     """[B] WALK or RUN: the gait the model input's planned trajectory asks, by its speed at its end
     (+40 to +50 frames) against `RUN_SPEED`, seen without the runtime's slow-walk speed warp.
 
-    The runtime shows a model a path slower than `slow_walk_speed` now (m/s) sped up by k =
-    slow_walk_speed / speed, at most `max_warp` (`runtime.root_motion.speed_warp`), positions and
-    gait labels alike: at a start from standing every sample is up to 3x as far, and the labels of a walk
-    asked from standing said "run" (the search then found a run clip's start and played on into its
-    flight, both feet up). k is 1 when the path's speed now (-10 to +10 frames) is clearly over the
-    threshold; otherwise it may be anything up to `max_warp`, and the end's speed is taken as that
-    warp would make it (the slower reading: a start is a walk until the path is no longer warped)."""
+    The runtime shows a model a path slower than its slow-walk threshold sped up by `warp` [B]
+    (`runtime.root_motion.speed_warp`, 1 when not warped; None: no warp), positions and gait labels alike:
+    at a start from standing every sample is up to 3x as far, and a walk asked from standing read as a
+    run (the search then found a run clip's start and played on into its flight, both feet up). The end's
+    speed is divided by the warp the runtime applied."""
     positions = x_layout.unpack(x)["traj_pos"]
-    at = {frame: TRAJ_OFFSETS.index(frame) for frame in (-10, 10, 40, 50)}
-    now = np.linalg.norm(positions[:, at[10]] - positions[:, at[-10]], axis=-1) * (60.0 / 20.0)
-    end = np.linalg.norm(positions[:, at[50]] - positions[:, at[40]], axis=-1) * (60.0 / 10.0)
-    warped = (slow_walk_speed > 0.0) & (now <= slow_walk_speed * (1.0 + WARP_MARGIN))
-    return np.where(end / np.where(warped, max(max_warp, 1.0), 1.0) > RUN_SPEED, RUN, WALK)
+    end = np.linalg.norm(positions[:, TRAJ_OFFSETS.index(50)] - positions[:, TRAJ_OFFSETS.index(40)], axis=-1)
+    end = end * (60.0 / 10.0)
+    if warp is not None:
+        end = end / np.maximum(np.asarray(warp, float), 1.0)
+    return np.where(end > RUN_SPEED, RUN, WALK)
 
 
 def live_weights(settings) -> np.ndarray:
@@ -212,9 +206,8 @@ class MatchingModel(MotionModel):
                       trajectory, state["search_traj"], SHARP_MOVE, math.cos(SHARP_TURN), current, frac, searching)
         fresh = state["row"] < 0
         gait = None
-        if getattr(settings, "matching_gait_rule", GAIT_RULE):
-            gait = asked_gait(inputs.x, self.x_layout, float(getattr(settings, "slow_walk_speed", 0.0)),
-                              float(getattr(settings, "max_speed_warp", 1.0)))
+        if getattr(settings, "matching_gait_rule", DEFAULT_GAIT_RULE):
+            gait = asked_gait(inputs.x, self.x_layout, inputs.warp)
         found, switch = self._search(inputs, state, current, fresh, searching, trajectory, gait)
         gathered = np.empty((batch, 4), np.int64)
         gather_rows(current, found, fresh, database.segment_end, gathered)
