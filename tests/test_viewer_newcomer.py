@@ -231,6 +231,21 @@ def test_a_shipped_file_typed_by_its_repository_name_opens(ui, folders):
     assert resolve_existing("assets/none.bvh", folders["work"]) == folders["work"] / "assets" / "none.bvh"
 
 
+def test_the_hud_keeps_the_physics_mode_on_screen_and_g_says_when_no_body_can_be_made(ui):
+    from types import SimpleNamespace
+
+    from app.ui.hud import physics_label
+
+    assert ui.state.physics.mode == "off" and physics_label(ui.state) == ""
+    _press(ui, key.G, frames=3)  # this test model's feet are never flat on its floor: no body
+    assert ui.state.physics.mode == "off" and ui.state.physics.error
+    assert ui.state.toast_text.startswith("Physics off: Could not build the physics body")
+    shown = SimpleNamespace(physics=SimpleNamespace(mode="on", pushes=0, error=""))
+    assert physics_label(shown) == "physics on"
+    shown.physics.mode, shown.physics.pushes = "both", 2
+    assert physics_label(shown) == "physics both, 2 pushes"
+
+
 # ---- fault 12: F12 confirms on screen ------------------------------------------------------------
 
 def test_f12_shows_a_toast_naming_the_screenshot(ui, folders):

@@ -48,6 +48,7 @@ def apply_physics_mode(state, live_source) -> bool:
     except Exception as error:  # a skeleton the physics cannot build a body for: the viewer runs on
         panel.error = failure_message("build the physics body for", live_source.path, error)
         panel.mode = physics.mode
+        state.toast(f"Physics {panel.mode}: {panel.error}", 8.0)  # G's own toast said the mode asked for
     return True
 
 

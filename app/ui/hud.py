@@ -63,6 +63,16 @@ def recording_label(state) -> str:
     return label
 
 
+def physics_label(state) -> str:
+    """'physics on' / 'physics both' (with the pushes given) while the simulated body is shown, so the mode
+    G picked stays on screen after its toast; '' with the physics off."""
+    physics = state.physics
+    if physics.mode == "off":
+        return ""
+    pushes = f", {physics.pushes} push{'es' * (physics.pushes != 1)}" if physics.pushes else ""
+    return f"physics {physics.mode}{pushes}"
+
+
 def hud_window(state, display_size) -> None:
     """Top-left: what drives the character, its phase dial, speed and gait, the transport; bottom-left
     the help hint."""
@@ -83,6 +93,9 @@ def hud_window(state, display_size) -> None:
         imgui.text(f"style {blend_label(state.style)}")  # the panel's order, not the larger weight first
     elif state.hud.get("style"):
         imgui.text(f"style {state.hud['style']}")
+    physics = physics_label(state)
+    if physics:
+        imgui.text(physics)
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"{state.stats.get('fps', 0.0):.0f} FPS")
     imgui.end_group()
     transport = state.transport
