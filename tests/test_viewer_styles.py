@@ -246,3 +246,18 @@ def test_a_blend_starts_from_the_style_shown_and_n_leaves_it_from_there(ui):
     ui.run_frames(6)
     _press(ui, key.N)
     assert not state.style.blending and state.style.selected == after
+
+
+def test_blend_two_stays_whole_in_the_narrowest_panel(ui):
+    from app.ui.panel import MIN_PANEL_WIDTH
+
+    state = ui.state
+    try:
+        for width in (0.0, MIN_PANEL_WIDTH):  # fitted to the window, and dragged as narrow as it goes
+            state.panel_width = width
+            ui.run_frames(3)
+            box, panel = state.field_rects["style_blending"], state.field_rects["panel"]
+            assert box[2] <= panel[2]  # its label is not cut off at the panel's edge
+    finally:
+        state.panel_width = 0.0
+        ui.run_frames(1)

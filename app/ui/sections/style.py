@@ -208,6 +208,10 @@ def style_section(state) -> None:
     tooltip(f"{key_label} / {keys.keys_label(keys.control('previous_style'))}: next / previous style, "
              "most data first (a style chosen here or in the list ends a blend)")
     imgui.same_line()
+    style = imgui.get_style()
+    if imgui.get_content_region_avail().x < imgui.get_frame_height() + style.item_inner_spacing.x + \
+            imgui.calc_text_size("Blend two").x:
+        imgui.new_line()  # a narrow panel (an 800-pixel window): the box on a line of its own, not cut off
     changed, panel.blending = imgui.checkbox("Blend two##style_blending", panel.blending)
     remember_rect(state, "style_blending")
     if changed and panel.blending:
