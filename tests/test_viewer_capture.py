@@ -136,10 +136,11 @@ def test_frames_the_encoder_cannot_take_are_dropped_counted_and_shown(capture, t
     filmed = 50  # frames whose pixels go to the video (one frame's read is mapped at the next)
     capture.run_frames(filmed + 1)
     video = capture.captures.video
-    queued_frames = video.frames_queued
+    queued_frames = video.rendered_queued
     assert capture.state.capture.video_dropped == video.dropped > 0
     assert f"{video.dropped} frames dropped" in recording_label(capture.state)
-    # the encoder holds one frame and the queue is full: every frame after those is dropped
+    # the encoder holds one frame and the queue is full: every frame after those is dropped (counted in
+    # rendered frames: a slow frame fills two video frames)
     assert queued_frames <= QUEUE_FRAMES + 1
     StalledFile.go.set()
     _toggle_video(capture)

@@ -67,6 +67,7 @@ class VideoRecorder:
         self.shrink = shrink
         self.queue = queue.Queue(max(1, int(capacity)))
         self.frames_queued = 0  # video frames handed to the encoder thread
+        self.rendered_queued = 0  # rendered frames handed to it (one may fill several video frames)
         self.frames_written = 0  # video frames the encoder has taken
         self.dropped = 0  # rendered frames left out because the encoder was behind
         self.error: Exception | None = None  # why the encoder stopped (the thread keeps draining the queue)
@@ -109,6 +110,7 @@ class VideoRecorder:
                 frame = _fit(frame, self.size)
         self.queue.put((frame, count))
         self.frames_queued += count
+        self.rendered_queued += 1
         return count
 
     def _encode(self) -> None:
