@@ -64,7 +64,6 @@ class VideoRecorder:
                  open_file=VideoFile, shrink: int = 1):
         self.path, self.fps, self.drop_when_full = Path(path), int(fps), drop_when_full
         self.file = open_file(self.path, self.fps, shrink)  # a folder that cannot be written fails here, at once
-        self.shrink = shrink
         self.queue = queue.Queue(max(1, int(capacity)))
         self.frames_queued = 0  # video frames handed to the encoder thread
         self.rendered_queued = 0  # rendered frames handed to it (one may fill several video frames)

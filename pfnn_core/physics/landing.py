@@ -5,7 +5,7 @@ it through the joint servos, lands a centimetre or so off that pin (behind it, l
 and the servos then drag it across the floor to the pin while it takes the body's weight: on the
 tuning drives three quarters of the physics' extra skating came from the first ticks of a stance.
 With the hold, when a kinematic foot becomes planted the horizontal offset of the simulated foot from
-it is kept (`LandingHold.capture`), and every tick of that stance the leg's servo targets are turned
+it is kept (`LandingHold.update`), and every tick of that stance the leg's servo targets are turned
 by a two-bone IK (`leg_ik`) so the kinematic ankle, moved by the offset, is where the targets put it:
 the servos then hold the sole where it came down. When the foot lifts the offset goes to zero like a
 critically damped spring (`RELEASE_RATE`), over the swing, so the next landing starts from the
@@ -55,9 +55,7 @@ class LandingHold:
 
     def __init__(self, names, parents, contact_joints, batch: int):
         contact = list(contact_joints)
-        self.legs = []
-        for hip, knee, ankle, _toe in leg_chains(names, parents):
-            self.legs.append((hip, knee, ankle))
+        self.legs = [(hip, knee, ankle) for hip, knee, ankle, _toe in leg_chains(names, parents)]
         ankles = [leg[2] for leg in self.legs]
         # the contact slots of each foot (planted() treats contact slots 2f and 2f+1 as foot f)
         self.slots = np.array([[2 * f, 2 * f + 1] for f in range(len(contact) // 2)])

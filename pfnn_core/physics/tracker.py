@@ -261,25 +261,24 @@ class PhysicsTracker:
         body.apply(settings, dt)
         feet = world_pos[:, body.plan.contact_joints]
         starting = np.flatnonzero(~self._started)
+        # a body starting this tick stands still on its kinematic feet (as `_previous` will say for it)
+        last_feet = feet.copy() if self._previous is None else self._previous[3].copy()
+        last_feet[starting] = feet[starting]
+        planted = self.planted(feet, dt, last_feet)
         if settings.landing_hold > 0.0 or self.landing.offset.any():
             # a planted sole held where it landed: the stance legs' targets turned to keep it there
-            last_feet = feet.copy() if self._previous is None else self._previous[3].copy()
-            last_feet[starting] = feet[starting]
-            planted = self.planted(feet, dt, last_feet)
             simulated = self._simulated_feet.copy()
             simulated[starting] = feet[starting]
             self.landing.update(planted[:, 0::2], simulated, feet, settings.landing_hold, dt)
             targets = self.targets(self.landing.rotations(world_pos, world_rot))
         else:
-            targets, planted = self.targets(world_rot), None
+            targets = self.targets(world_rot)
         if self._previous is None:
             self._previous = (targets.copy(), world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
         for b in starting:
             self._start(b, world_pos[b], world_rot[b], targets[b])
             for previous, now in zip(self._previous, (targets, world_pos[:, root], world_rot[:, root], feet)):
                 previous[b] = now[b]
-        if planted is None:
-            planted = self.planted(feet, dt)
         servo_scale = self._stance_scale(planted) if settings.stance_stiffness != 1.0 else None
         plans = self._tick_targets(targets, world_pos, world_rot, dt, servo_scale)
         help_force, floor_force = np.zeros(self.batch), np.zeros(self.batch)
@@ -353,12 +352,11 @@ class PhysicsTracker:
         mean = np.add.reduce(forces, axis=0) / substeps - body.root_kv[0:3] * (qpos[0:3] - start) / dt
         return math.sqrt(mean.dot(mean)), floor / substeps, body.sole_sum @ soles.reshape(-1, 3) / substeps
 
-    def planted(self, feet, dt: float, last_feet=None) -> np.ndarray:
+    def planted(self, feet, dt: float, last_feet) -> np.ndarray:
         """[B, 4] bool per contact joint: its foot is planted in the kinematic pose (feet [B, 4, 3]: the
         ankle or the toe within PLANTED_HEIGHT of its floor level and slower than PLANTED_SPEED since
-        `last_feet`, default last tick's). Both soles of a planted foot grip the floor (a heel lifting off
+        `last_feet` [B, 4, 3], last tick's). Both soles of a planted foot grip the floor (a heel lifting off
         a held toe still touches); others slide."""
-        last_feet = self._previous[3] if last_feet is None else last_feet
         joint = feet[..., 1] - self.body.plan.floor_heights < PLANTED_HEIGHT
         joint &= vector_length((feet - last_feet)[..., [0, 2]]) / dt < PLANTED_SPEED
         return np.repeat(joint[:, 0::2] | joint[:, 1::2], 2, axis=1)

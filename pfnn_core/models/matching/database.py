@@ -10,7 +10,7 @@ in the file and in memory), the hips' root-frame position, the root's motion to 
 row's root frame (vx, vz m/s, yaw rate rad/s), the four foot contacts, the gait phase and the 27
 features (`matching_features`). Per segment (`segments` columns, `SEGMENT_COLUMNS`): first row, rows,
 source clip, style, standing, first 60 Hz frame of the clip, mirrored. Per clip, its gait label
-(`clip_runs`: 1 a run or dash clip, 0 a walk, -1 unknown; the build's labels, kept in the metadata): a
+(`clip_runs`: true a run or dash clip, false a walk, null unknown; the build's labels, kept in the metadata): a
 walk is searched among walking clips only (`search.MatchingIndex`).
 
 The file holds the unmirrored rows; `with_mirrored` appends their left/right mirrors: in the root frame

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pfnn_core.features.contract import RUN_FADE, TRAJ_OFFSETS
+from pfnn_core.features.contract import RUN_FADE, SIM_FPS, TRAJ_OFFSETS
 from pfnn_core.math.mat3 import njit
 from pfnn_core.models.base import ModelInput, ModelOutput, MotionModel
 from pfnn_core.models.checkpoint import Checkpoint, CheckpointError, card_of, layout_of, stored_meta
@@ -56,7 +56,7 @@ REST_STEP = 0.05  # m: ... or one covering less than this in its last third of a
 TRAJECTORY_MISS = 10.0  # d^2 of the trajectory groups: a style's best frame missing the path by more borrows
 SWITCH_MARGIN = 0.2  # a found frame must cost this share less than the one playing to switch to it
 # The gait rule (`matching_gait_rule`, a live setting: a walk searched among walking clips only, a run
-# among run clips; `asked_gait`, `search.GAIT_RULE`): see assets/models/matching.md for what it changes.
+# among run clips; `asked_gait`, `search.GAIT_ROWS`): see assets/models/matching.md for what it changes.
 DEFAULT_GAIT_RULE = True  # without the live setting
 RUN_SPEED = sum(RUN_FADE) / 2.0  # m/s: the asked path's speed at its end above which it asks a run (1.9)
 DEFAULT_INTERVAL = 0.1  # s, without the live setting
@@ -126,7 +126,7 @@ def asked_gait(x: np.ndarray, x_layout, warp: np.ndarray | None) -> np.ndarray:
     speed is divided by the warp the runtime applied."""
     positions = x_layout.unpack(x)["traj_pos"]
     end = np.linalg.norm(positions[:, TRAJ_OFFSETS.index(50)] - positions[:, TRAJ_OFFSETS.index(40)], axis=-1)
-    end = end * (60.0 / 10.0)
+    end = end * (SIM_FPS / 10.0)  # m per 10 frames -> m/s
     if warp is not None:
         end = end / np.maximum(np.asarray(warp, float), 1.0)
     return np.where(end > RUN_SPEED, RUN, WALK)

@@ -7,7 +7,7 @@ takes the cheapest cost d^2 / w: a style with less weight needs a closer frame t
 styles has one tree over all rows.
 
 A query also names its gait (`WALK`, `RUN`, or `ANY_GAIT`): a walk searches the walking clips' frames
-(and the standing ones) only, a run the run clips' (`GAIT_RULE`). Nearest by features alone, a start from
+(and the standing ones) only, a run the run clips' (`GAIT_ROWS`). Nearest by features alone, a start from
 standing found a run clip's first frames (a run from standing fits a standing pose and an accelerating
 path) and played on into the run's flight, both feet up; a run slowed to a walk kept run frames. A style
 with no frame of the gait asked searches its frames of every gait.
@@ -29,7 +29,7 @@ from pfnn_core.models.matching.features import Normalisation
 LEAF_SIZE = 16
 STANDING = -2  # the tree of the standing rows alone (`search_standing`)
 ANY_GAIT, WALK, RUN = -1, 0, 1  # the gait a query asks (`MatchingDatabase.row_gait`: 0 walk, 1 run)
-GAIT_RULE = {WALK: (0, -1), RUN: (1, -1)}  # the row gaits a query's gait may take (-1: unlabelled clips)
+GAIT_ROWS = {WALK: (0, -1), RUN: (1, -1)}  # the row gaits a query's gait may take (-1: unlabelled clips)
 
 
 class Found(NamedTuple):
@@ -61,7 +61,7 @@ class MatchingIndex:
 
     def style_rows(self, style: int, gait: int = ANY_GAIT) -> np.ndarray:
         """The rows a style searches (-1: every style, a model without styles; STANDING: the standing rows)
-        for a query of `gait`: the standing rows and the moving rows of that gait (`GAIT_RULE`); when the
+        for a query of `gait`: the standing rows and the moving rows of that gait (`GAIT_ROWS`); when the
         style has no moving row of the gait, its moving rows of every gait."""
         database = self.database
         mask = database.candidates.copy()
@@ -70,7 +70,7 @@ class MatchingIndex:
         if style >= 0:
             mask &= (database.row_style == style) | database.row_standing
         if gait != ANY_GAIT:
-            of_gait = np.isin(database.row_gait, GAIT_RULE[gait])
+            of_gait = np.isin(database.row_gait, GAIT_ROWS[gait])
             if (mask & of_gait & ~database.row_standing).any():
                 mask &= of_gait | database.row_standing
         return np.flatnonzero(mask)
