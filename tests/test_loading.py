@@ -76,7 +76,12 @@ def test_repeated_swaps_leave_no_more_live_objects_than_the_first(running):
     kept = {name for name in grown if name in ("MatchingModel", "MatchingDatabase", "MatchingIndex", "cKDTree",
                                                "PFNNModel", "Checkpoint", "ModelCard", "CharacterState")}
     assert kept == set(), grown
-    assert sum(grown.values()) < 50, grown  # a few interpreter-internal objects at most, not a model's
+    # weak references and the builtin callbacks they hold are the interpreter's and libraries' bookkeeping:
+    # after other test files in the same process (pytest-xdist) 34 of each grew over two swap pairs once,
+    # none when this file runs alone; what a kept model would leave is counted without them
+    kept_objects = {name: count for name, count in grown.items()
+                    if name not in ("ReferenceType", "builtin_function_or_method")}
+    assert sum(kept_objects.values()) < 50, grown  # a few interpreter-internal objects at most, not a model's
 
 
 def test_every_swap_hands_the_freed_heap_back(running, monkeypatch):
