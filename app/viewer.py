@@ -297,13 +297,22 @@ class Viewer:
         styles.sync_style(self.state, self.live_source)
         self._update_stats(start, real_dt, steps, (sim_done, render_done, ui_done))
         self.frame_count += 1
-        messages = self.devices.messages
-        if messages:
-            self.state.messages += messages
-            messages.clear()
+        self.take_device_news()
         character = getattr(self.live_source, "character", None)  # runtime faults and clamped settings
         if character is not None:
             self.state.messages += character.take_messages()
+
+    def take_device_news(self) -> None:
+        """Pads coming and going are passing news (a toast, the Stats section's input line); a pad
+        that fails to open is a fault and stays in the panel's message lines."""
+        devices = self.devices
+        if devices.messages:
+            self.state.messages += devices.messages
+            devices.messages.clear()
+        if devices.notices:
+            self.state.toast("; ".join(devices.notices), 4.0)
+            devices.notices.clear()
+        self.state.stats["input"] = devices.describe()
 
     def _update_stats(self, start: float, real_dt: float, steps: int, laps) -> None:
         sim_done, render_done, ui_done = laps

@@ -227,10 +227,14 @@ def test_missing_input_devices_give_keyboard_only_and_pads_come_and_go(monkeypat
     devices = InputDevices()
     devices.attach_gamepads()
     assert devices.manager is None and devices.controllers == []
+    # passing news, not a fault: a toast, never a line that stays at the panel's bottom
+    assert devices.messages == [] and "keyboard and mouse only" in devices.notices[-1]
+    assert devices.describe() == "keyboard and mouse"
     np.testing.assert_allclose(devices.frame().move, [0, 0])
     pad = FakePad(leftx=1.0)
     devices.on_connect(pad)
     assert pad.opened and devices.frame().move[0] == pytest.approx(1.0)
+    assert devices.notices[-1].startswith("Gamepad connected") and devices.describe().startswith("keyboard and mouse, ")
     pad.press("start")
     pad.press("guide")  # bound to nothing
     assert devices.take_actions() == ["toggle_pause"] and devices.take_actions() == []

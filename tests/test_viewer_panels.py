@@ -8,7 +8,7 @@ from conftest import make_random_checkpoint
 from pyglet.window import key
 
 from app.ui.sections import train as train_section
-from app.ui.sections.style import VISIBLE_ROWS
+from app.ui.sections.style import SHORT_VALUE_LABELS, VALUE_LABELS, VISIBLE_ROWS, _value_columns
 from app.ui.sections.train import loss_ticks
 from pfnn_core.models.checkpoint import save_checkpoint
 from pfnn_core.models.pfnn.model import PFNN, ModelConfig
@@ -61,6 +61,31 @@ def test_the_style_list_scrolls_to_the_style_n_chose(viewer):
     rects = state.field_rects
     assert _inside(rects[f"style_row_{last}"], rects["style_table"])
     assert not _inside(rects[f"style_row_{first}"], rects["style_table"])  # scrolled, not all in view
+
+
+def test_a_narrow_panel_shortens_the_style_headers_and_cuts_no_number(viewer):
+    state = viewer.state
+    state.show_panel, state.open_sections = True, ("Style",)
+    for width in (430, 260):  # the panel's widest default and its narrowest
+        state.panel_width = width
+        viewer.run_frames(3)
+        rects = state.field_rects
+        table, values = rects["style_table"], [rects[f"style_value_{column}"] for column in (1, 2, 3)]
+        # each number whole: left to right, no overlap, the last inside the table (its scroll bar aside)
+        assert all(left[2] <= right[0] for left, right in zip(values, values[1:]))
+        assert values[-1][2] <= table[2] and values[0][0] > rects[f"style_row_{state.style.rows[0].name}"][0] + 40
+    state.panel_width = 0
+    viewer.run_frames(1)
+
+
+def test_the_style_headers_shorten_only_when_the_names_would_lose_their_room():
+    cells = [("30.0", "1.00", "2.50")]
+    def width(text):
+        return 7.0 * len(text)  # a fixed-width font of 7 px
+    labels, widths = _value_columns(400, cells, width)
+    assert labels == VALUE_LABELS and widths == [56.0, 56.0, 49.0]  # "data min", "walk m/s", "run m/s"
+    labels, widths = _value_columns(230, cells, width)  # 230 - 161 - 64 < 80 px for the names
+    assert labels == SHORT_VALUE_LABELS and widths == [28.0, 28.0, 28.0]  # the values, wider than "min"/"run"
 
 
 def _text_pixels(viewer) -> int:

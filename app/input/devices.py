@@ -86,13 +86,14 @@ class InputDevices:
     held: set = field(default_factory=set)
     controllers: list = field(default_factory=list)
     manager: object = None
-    messages: list = field(default_factory=list)
+    messages: list = field(default_factory=list)  # faults for the panel's message lines (a pad that fails to open)
+    notices: list = field(default_factory=list)  # passing news for a toast (a pad connected, none found)
     actions: list = field(default_factory=list)  # actions of gamepad buttons pressed since the last `take_actions`
 
     def attach_gamepads(self) -> None:
         self.manager = open_controller_manager()
         if self.manager is None:
-            self.messages.append("No input devices available: keyboard and mouse only.")
+            self.notices.append("No gamepad input available: keyboard and mouse only.")
             return
         self.manager.push_handlers(on_connect=self.on_connect, on_disconnect=self.on_disconnect)
         try:
@@ -110,16 +111,21 @@ class InputDevices:
             return
         controller.push_handlers(on_button_press=self.on_button_press)
         self.controllers.append(controller)
-        self.messages.append(f"Gamepad connected: {getattr(controller, 'name', 'controller')}")
+        self.notices.append(f"Gamepad connected: {getattr(controller, 'name', 'controller')}")
 
     def on_disconnect(self, controller) -> None:
         if controller in self.controllers:
             self.controllers.remove(controller)
-            self.messages.append(f"Gamepad disconnected: {getattr(controller, 'name', 'controller')}")
+            self.notices.append(f"Gamepad disconnected: {getattr(controller, 'name', 'controller')}")
         try:
             controller.close()
         except Exception:
             pass
+
+    def describe(self) -> str:
+        """Which devices steer, for the Stats section: 'keyboard and mouse' plus the pads' names."""
+        names = [getattr(pad, "name", "gamepad") for pad in self.controllers]
+        return "keyboard and mouse" + "".join(f", {name}" for name in names)
 
     def on_button_press(self, controller, button: str) -> None:
         action = action_for_button(button)

@@ -94,7 +94,7 @@ CONTROLS = (
     # --- capture
     Control("screenshot", "Capture", "save a screenshot (PNG named by date and time)", _keys(key.F12)),
     Control("toggle_video", "Capture", "start / stop recording a video (MP4)", _keys(key.F12, modifiers=SHIFT)),
-    Control("toggle_recording", "Capture", "start / stop recording the character to BVH", _keys(key.R)),
+    Control("toggle_recording", "Capture", "start recording the character to BVH (R twice: stop and save)", _keys(key.R)),
     # --- the panel and the application
     Control("toggle_panel", "Panel and help", "show / hide the panel", _keys(key.TAB)),
     Control("toggle_help", "Panel and help", "show / hide this help", _keys(key.F1), gamepad=("back",)),

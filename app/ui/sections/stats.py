@@ -13,3 +13,4 @@ def stats_section(state) -> None:
     imgui.text(f"tick {stats.get('tick_ms', 0.0):5.2f} ms   inference {stats.get('infer_ms', 0.0):5.2f} ms")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"device: {stats.get('device', 'cpu')}   "
                                                   f"substeps {stats.get('substeps', 0)}")
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"input: {stats.get('input', 'keyboard and mouse')}")

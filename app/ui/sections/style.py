@@ -146,6 +146,25 @@ def _style_combo(state, label: str, name: str, current: str, width: float = 150)
     return changed, order[index]
 
 
+VALUE_LABELS = ("data min", "walk m/s", "run m/s")
+SHORT_VALUE_LABELS = ("min", "walk", "run")  # a narrow panel: the units in the header's tooltip
+NAME_ROOM = 80  # pixels the style names keep before the headers are shortened
+CELL_ROOM = 16  # a cell's padding and the column border, both sides
+
+
+def _value_columns(available: float, cells, text_width) -> tuple[tuple, list]:
+    """The numeric columns' labels and widths for a table `available` pixels wide: each as wide as its
+    widest text (label or value, measured by `text_width`); the long labels while the names keep
+    NAME_ROOM pixels, else the short ones (the values are never cut)."""
+    if not cells:
+        cells = [("", "", "")]
+    for labels in (VALUE_LABELS, SHORT_VALUE_LABELS):
+        widths = [max(text_width(text) for text in (label, *column)) for label, column in zip(labels, zip(*cells))]
+        if available - sum(widths) - CELL_ROOM * 4 >= NAME_ROOM:
+            break
+    return labels, widths
+
+
 def _style_list(state) -> bool:
     """The styles as a table, the ones running highlighted (a click on a row selects it); returns
     whether one was clicked."""
@@ -156,16 +175,21 @@ def _style_list(state) -> bool:
              imgui.TableFlags_.sizing_stretch_prop)
     row_height = imgui.get_text_line_height() + 2 * imgui.get_style().cell_padding.y
     height = row_height * (min(len(panel.rows), VISIBLE_ROWS) + 1) + 2
+    cells = [(("-" if row.minutes is None else f"{row.minutes:.1f}"), _speed(row.walk), _speed(row.run))
+             for row in panel.rows]
+    labels, widths = _value_columns(imgui.get_content_region_avail().x - imgui.get_style().scrollbar_size, cells,
+                                    lambda text: imgui.calc_text_size(text).x)
     if not imgui.begin_table("##styles", 4, flags, imgui.ImVec2(0, height)):
         return False
     imgui.table_setup_scroll_freeze(0, 1)
-    imgui.table_setup_column("style", imgui.TableColumnFlags_.width_stretch, 2.2)
-    imgui.table_setup_column("data", imgui.TableColumnFlags_.width_stretch, 1.0)
-    imgui.table_setup_column("walk m/s", imgui.TableColumnFlags_.width_stretch, 1.0)
-    imgui.table_setup_column("run m/s", imgui.TableColumnFlags_.width_stretch, 1.0)
+    imgui.table_setup_column("style", imgui.TableColumnFlags_.width_stretch, 1.0)
+    for label, width in zip(labels, widths):  # the numbers keep their width; the names take the rest
+        imgui.table_setup_column(label, imgui.TableColumnFlags_.width_fixed, width)
     imgui.table_headers_row()
+    if labels[0] != VALUE_LABELS[0]:
+        tooltip("min: minutes of mocap; walk, run: the data's speeds in m/s")
     shown = dominant_style(panel.names, panel.running) if len(panel.running) == len(panel.names) else ""
-    for row in panel.rows:
+    for row, values in zip(panel.rows, cells):
         imgui.table_next_row()
         imgui.table_set_column_index(0)
         colour = imgui.ImVec4(*LITTLE_DATA_COLOUR) if row.little_data else None
@@ -182,10 +206,11 @@ def _style_list(state) -> bool:
                      "the model knows this style poorly")
         if chosen:
             panel.selected, panel.blending, clicked = row.name, False, True
-        for column, text in enumerate((("-" if row.minutes is None else f"{row.minutes:.1f} min"),
-                                       _speed(row.walk), _speed(row.run)), start=1):
+        for column, text in enumerate(values, start=1):
             imgui.table_set_column_index(column)
             imgui.text(text)
+            if row is panel.rows[0]:
+                remember_rect(state, f"style_value_{column}")
         if colour is not None:
             imgui.pop_style_color()
     imgui.end_table()
