@@ -142,7 +142,8 @@ def cycle_physics(state) -> None:
 def push_character(viewer) -> None:
     """A push at the followed character's chest along the camera's view (with the physics on)."""
     physics = getattr(viewer.live_source, "physics", None)
-    if viewer.source is viewer.live_source and physics is not None and physics.push(push_impulse(viewer.camera.view_yaw())):
+    impulse = push_impulse(viewer.camera.view_yaw(), viewer.state.physics.push_strength)
+    if viewer.source is viewer.live_source and physics is not None and physics.push(impulse):
         viewer.state.physics.pushes += 1
     else:
         viewer.state.toast(f"A push needs the physics on ({keys_label(control('cycle_physics'))})")

@@ -219,6 +219,35 @@ def test_the_push_key_throws_the_body_off_and_tracking_recovers(viewer):
     assert after[-30:].max() < 0.05 and after[-30:].max() < 0.5 * after.max()  # and it recovers
 
 
+def test_the_push_strength_set_in_the_panel_is_what_b_gives(viewer):
+    _use(viewer, "pfnn", panel=False)
+    _kinematic_run(viewer, 30, "on")
+    physics = viewer.live_source.physics
+    hips = physics.tracker.body.plan.root
+    carried = {}
+    for strength in (30.0, 100.0):
+        viewer.state.physics.push_strength = strength
+        viewer.step_ticks(200)  # back on track
+        viewer.run_frames(1)
+        direction = push_impulse(viewer.camera.view_yaw()) / PUSH_IMPULSE
+        start = physics.pose.positions[0, hips] - viewer.live_source.character.state.world_joint_pos[0, hips]
+        _press(viewer, key.B)
+        offsets = []
+        for _ in range(30):
+            viewer.step_ticks(1)
+            offset = physics.pose.positions[0, hips] - viewer.live_source.character.state.world_joint_pos[0, hips]
+            offsets.append((offset - start) @ direction)
+        carried[strength] = max(offsets)
+    viewer.step_ticks(200)
+    viewer.run_frames(1)
+    assert np.array(viewer.state.physics.error_trace)[-30:].max() < 0.05  # even the shove is taken back
+    assert not any("put back" in message for message in viewer.state.messages)  # by the servos, not a reset
+    viewer.state.physics.push_strength = 30.0
+    viewer.state.physics.mode = "off"
+    # a harder push carries the body further along the view (not 1:1: the hold and the legs resist)
+    assert carried[30.0] > 0.02 and carried[100.0] > 2.0 * carried[30.0]
+
+
 def test_a_push_with_the_physics_off_says_how_to_turn_it_on(viewer):
     _use(viewer, "pfnn", panel=False)
     pushes = viewer.state.physics.pushes

@@ -89,8 +89,8 @@ CONTROLS = (
     Control("toggle_joint_axes", "View", "joint axes overlay", _keys(key.J)),
     # --- the simulated body (pfnn_core.physics)
     Control("cycle_physics", "Physics", "physics: off / on / both (the kinematic pose as a ghost)", _keys(key.G)),
-    Control("push_character", "Physics", "push the character: 30 N s at the chest along the camera's view",
-            _keys(key.B)),
+    Control("push_character", "Physics",
+            "push the character at the chest along the camera's view (30 N s; Physics section: strength)", _keys(key.B)),
     # --- capture
     Control("screenshot", "Capture", "save a screenshot (PNG named by date and time)", _keys(key.F12)),
     Control("toggle_video", "Capture", "start / stop recording a video (MP4)", _keys(key.F12, modifiers=SHIFT)),

@@ -16,6 +16,7 @@ from pfnn_core.physics.settings import tunable_fields
 
 MODE_HELP = {"off": "the kinematic character only", "on": "the simulated body is drawn",
              "both": "the simulated body, the kinematic pose as a ghost over it"}
+PUSH_RANGE = (5.0, 150.0)  # N s: the push key's strength (the tracker refuses more than 200)
 FOOT_LABELS = ("heel L", "toe L", "heel R", "toe R")
 
 
@@ -45,7 +46,15 @@ def mode_selector(state) -> None:
     if imgui.button(f"Push ({keys.keys_label(keys.control('push_character'))})"):
         state.request("push_character")
     remember_rect(state, "physics_push")
-    tooltip("30 N s at the chest along the camera's view")
+    tooltip(f"{state.physics.push_strength:.0f} N s at the chest along the camera's view")
+    imgui.push_item_width(140)
+    _, strength = imgui.slider_float("push (N s)##push_strength", state.physics.push_strength, PUSH_RANGE[0], PUSH_RANGE[1],
+                                     "%.0f")
+    imgui.pop_item_width()
+    state.physics.push_strength = float(min(max(strength, PUSH_RANGE[0]), PUSH_RANGE[1]))
+    remember_rect(state, "physics_push_strength")
+    tooltip("How hard the push is: 30 N s (the evaluation's push) carries the body about 9 cm and the tracking "
+            "takes it back; 80-120 N s is a shove that shows")
 
 
 def physics_figures(state) -> None:
