@@ -10,7 +10,7 @@ from test_physics import WALK, bundled_body
 from test_physics_tracking import DT, clip
 
 from pfnn_core.evaluation import measures as body_measures
-from pfnn_core.math.quat import quat_inv_mul_vec, quat_mul_vec
+from pfnn_core.math.quat import quat_inv, quat_inv_mul_vec, quat_mul, quat_mul_vec
 from pfnn_core.physics.landing import MAX_OFFSET, RELEASE_RATE, LandingHold, leg_ik
 from pfnn_core.physics.replay import track_motion
 from pfnn_core.physics.settings import PhysicsSettings
@@ -128,3 +128,109 @@ def test_with_the_hold_the_runtimes_feet_skate_less_on_a_curving_walk():
         errors[name] = tracked.tracking_error
     assert skating["on"] < 0.92 * skating["off"]
     assert np.median(errors["on"]) < 0.03 and np.percentile(errors["on"], 95) < 0.08
+
+
+def _random_legs(count: int, seed: int = 3):
+    """Random bent legs (hip, knee, ankle points; thigh 0.3-0.5 m, shin 0.3-0.5 m, knee bent 10-120 degrees)
+    with random global rotations of hip and knee."""
+    rng = np.random.default_rng(seed)
+    hips = rng.normal(size=(count, 3))
+    thighs = rng.normal(size=(count, 3))
+    thighs *= rng.uniform(0.3, 0.5, (count, 1)) / np.linalg.norm(thighs, axis=-1, keepdims=True)
+    side = np.cross(thighs, rng.normal(size=(count, 3)))
+    side /= np.linalg.norm(side, axis=-1, keepdims=True)
+    bend = np.radians(rng.uniform(10.0, 120.0, count))
+    along = thighs / np.linalg.norm(thighs, axis=-1, keepdims=True)
+    shins = (np.cos(bend)[:, None] * along + np.sin(bend)[:, None] * np.cross(side, along))
+    shins *= rng.uniform(0.3, 0.5, (count, 1))
+    rotations = rng.normal(size=(count, 2, 4))
+    rotations /= np.linalg.norm(rotations, axis=-1, keepdims=True)
+    return hips, hips + thighs, hips + thighs + shins, rotations[:, 0], rotations[:, 1]
+
+
+def test_the_plain_two_bone_ik_reaches_keeps_the_bones_and_leaves_an_unmoved_leg_as_it_is():
+    """`leg_ik` (the runtime's compiled `ik.solve_leg`, plain): on 200 random bent legs, a reachable target
+    moved up to 8 cm from the ankle is reached to 1e-6 m by forward kinematics of the new rotations,
+    both bones keep their lengths, an unchanged target gives back the same rotations (the same sign
+    too), and a target along the hip-ankle line keeps the knee in the leg's plane."""
+    hip, knee, ankle, hip_rot, knee_rot = _random_legs(200)
+    thigh, shin = knee - hip, ankle - knee
+    same = leg_ik(hip, knee, ankle, hip_rot, knee_rot, ankle)
+    np.testing.assert_allclose(same[0], hip_rot, atol=1e-12)
+    np.testing.assert_allclose(same[1], knee_rot, atol=1e-12)
+    rng = np.random.default_rng(4)
+    move = rng.uniform(-0.08, 0.08, (200, 3))
+    target = ankle + move
+    reach = np.linalg.norm(thigh, axis=-1) + np.linalg.norm(shin, axis=-1)
+    inside = np.linalg.norm(target - hip, axis=-1) < 0.99 * reach
+    assert inside.sum() > 150
+    new_hip, new_knee = leg_ik(hip, knee, ankle, hip_rot, knee_rot, target)
+    new_thigh = quat_mul_vec(new_hip, quat_inv_mul_vec(hip_rot, thigh))
+    new_shin = quat_mul_vec(new_knee, quat_inv_mul_vec(knee_rot, shin))
+    np.testing.assert_allclose(np.linalg.norm(new_thigh, axis=-1), np.linalg.norm(thigh, axis=-1), atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(new_shin, axis=-1), np.linalg.norm(shin, axis=-1), atol=1e-12)
+    np.testing.assert_allclose((hip + new_thigh + new_shin)[inside], target[inside], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(np.stack([new_hip, new_knee], 1), axis=-1), 1.0, atol=1e-12)
+    # along the hip-ankle line (nearer the hip): the knee bends more, in the plane it bent in
+    line = hip + 0.9 * (ankle - hip)
+    new_hip, new_knee = leg_ik(hip, knee, ankle, hip_rot, knee_rot, line)
+    new_knee_pos = hip + quat_mul_vec(new_hip, quat_inv_mul_vec(hip_rot, thigh))
+    normal = np.cross(thigh, shin)
+    normal /= np.linalg.norm(normal, axis=-1, keepdims=True)
+    np.testing.assert_allclose(np.sum((new_knee_pos - hip) * normal, axis=-1), 0.0, atol=1e-9)
+    new_ankle = new_knee_pos + quat_mul_vec(new_knee, quat_inv_mul_vec(knee_rot, shin))
+    np.testing.assert_allclose(new_ankle, line, atol=1e-9)
+
+
+def test_the_plain_solver_is_the_runtimes_where_soft_reach_and_pole_change_nothing():
+    """Within 97% of the leg's reach (no soft reach) with the pole on the side the knee bends to, the
+    plain solve and the runtime's `ik.two_bone_ik` give the same rotations; out of reach the plain one
+    stretches the leg to (1 - 1e-4) of its length along the hip-target line; a straight leg keeps its knee."""
+    from pfnn_core.math.quat import quat_abs
+    from pfnn_core.runtime.ik import two_bone_ik
+
+    hip, knee, ankle, hip_rot, knee_rot = _random_legs(100, seed=5)
+    thigh, shin = knee - hip, ankle - knee
+    reach = np.linalg.norm(thigh, axis=-1) + np.linalg.norm(shin, axis=-1)
+    target = ankle + np.random.default_rng(6).uniform(-0.03, 0.03, (100, 3))
+    inside = np.linalg.norm(target - hip, axis=-1) < 0.96 * reach
+    assert inside.sum() > 50
+    # the runtime's pole: a point whose cross with the thigh points along the knee's bend normal
+    pole = np.cross(thigh, np.cross(thigh, shin))
+    plain = leg_ik(hip, knee, ankle, hip_rot, knee_rot, target)
+    runtime = two_bone_ik(hip, knee, ankle, hip_rot, knee_rot, target, pole)
+    np.testing.assert_allclose(quat_abs(plain[0])[inside], quat_abs(runtime.hip_rot)[inside], atol=1e-9)
+    np.testing.assert_allclose(quat_abs(plain[1])[inside], quat_abs(runtime.knee_rot)[inside], atol=1e-9)
+    far = hip + 2.0 * (target - hip) / np.linalg.norm(target - hip, axis=-1, keepdims=True) * reach[:, None]
+    new_hip, new_knee = leg_ik(hip, knee, ankle, hip_rot, knee_rot, far)
+    end = hip + quat_mul_vec(new_hip, quat_inv_mul_vec(hip_rot, thigh)) + quat_mul_vec(new_knee, quat_inv_mul_vec(knee_rot, shin))
+    np.testing.assert_allclose(np.linalg.norm(end - hip, axis=-1), reach * (1 - 1e-4), rtol=1e-9)
+    direction = (far - hip) / np.linalg.norm(far - hip, axis=-1, keepdims=True)
+    np.testing.assert_allclose((end - hip) / np.linalg.norm(end - hip, axis=-1, keepdims=True), direction, atol=1e-9)
+    straight_ankle = knee + thigh / np.linalg.norm(thigh, axis=-1, keepdims=True) * 0.4
+    up = straight_ankle + np.array([0.0, 0.05, 0.0])  # nearer along no bend plane: the knee is left straight
+    new_hip, new_knee = leg_ik(hip, knee, straight_ankle, hip_rot, knee_rot, up)
+    np.testing.assert_allclose(quat_abs(quat_mul(new_knee, quat_inv(knee_rot))), quat_abs(quat_mul(new_hip, quat_inv(hip_rot))),
+                               atol=1e-9)
+
+
+def test_a_crowds_bodies_each_step_with_their_own_stance_gains():
+    """Two characters on the same walk half a second apart (their feet plant at different ticks) tracked
+    in one tracker and each alone: the same simulated poses (each body's substeps ran with its own
+    planted legs' gains)."""
+    body = bundled_body()[2]
+    positions, rotations = clip(WALK, 3.0)
+    shift = 30
+    pair_pos = np.stack([positions[shift:], positions[:-shift]], axis=1)
+    pair_rot = np.stack([rotations[shift:], rotations[:-shift]], axis=1)
+    both = PhysicsTracker(body, PhysicsSettings(stance_stiffness=0.5), batch=2)
+    alone = [PhysicsTracker(body, PhysicsSettings(stance_stiffness=0.5)) for _ in range(2)]
+    differ = 0
+    for frame in range(len(pair_pos)):
+        together = both.step(pair_pos[frame], pair_rot[frame], DT).positions
+        planted = both.planted(pair_pos[frame][:, body.plan.contact_joints], DT, both._previous[3])
+        differ += int((planted[0] != planted[1]).any())
+        for b, tracker in enumerate(alone):
+            np.testing.assert_allclose(together[b], tracker.step(pair_pos[frame, b:b + 1], pair_rot[frame, b:b + 1],
+                                                                 DT).positions[0], atol=1e-9)
+    assert differ > 20

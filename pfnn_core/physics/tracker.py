@@ -133,6 +133,11 @@ class PhysicsTracker:
         # the same indices as slices where they are one run (the bundled skeleton's all are)
         self._ball, self._joints, self._body_ids = as_slice(body.ball_joints), as_slice(body.joints), as_slice(body.body_ids)
         self._order, self._carried = as_slice(body.address_order), as_slice(self.carried)
+        self._gain_joints, self._gain_dofs = as_slice(body.joint_ids), as_slice(body.dof_index)
+        # [F, N]: each leg's servos (foot f is contact slots 2f, 2f + 1)
+        self._leg_servos = np.zeros((len(body.leg_servos), len(body.ball_joints)), dtype=bool)
+        for foot, servos in enumerate(body.leg_servos):
+            self._leg_servos[foot, servos] = True
         self._previous = None  # (targets [B, N, 4], hips position [B, 3], hips rotation [B, 4], feet [B, 4, 3])
         self._pending = np.zeros((self.batch, 3))
         self._give_way = np.zeros((self.batch, 2, 3))  # the hold target's push offset and its velocity
@@ -141,6 +146,7 @@ class PhysicsTracker:
         self._foot_bodies = np.array([body.model.body(plan.names[j]).id for j in plan.contact_joints])
         self._simulated_feet = np.zeros((self.batch, len(self._foot_bodies), 3))  # the contact joints after the last tick
         self._messages: list[str] = []
+        self._clamped = None  # the settings' values as last clamped
         self.resets = 0
         self.time_s = 0.0
 
@@ -255,8 +261,10 @@ class PhysicsTracker:
         """One tick of every body toward the kinematic pose (world joint positions [B, J, 3] and global
         rotations [B, J, 4] (w, x, y, z), as `CharacterState.world_joint_pos` / `world_joint_rot`)."""
         world_pos, world_rot = np.asarray(world_pos, float), np.asarray(world_rot, float)
-        for name, old, new in self.settings.clamp():
-            self._report(f"physics setting {name} = {old} is outside its range; using {new:g}")
+        if self.settings.values() != self._clamped:  # the settings were changed since they were last checked
+            for name, old, new in self.settings.clamp():
+                self._report(f"physics setting {name} = {old} is outside its range; using {new:g}")
+            self._clamped = self.settings.values()
         body, settings, root = self.body, self.settings, self.body.plan.root
         body.apply(settings, dt)
         feet = world_pos[:, body.plan.contact_joints]
@@ -285,21 +293,25 @@ class PhysicsTracker:
         sole_means = np.zeros((self.batch, 4, 3))
         frictions = np.where(planted[:, body.sole_owner], settings.friction, SWING_FRICTION)  # [B, soles]
         friction, pushed = body.model.geom_friction, self._pending.any(axis=1)
+        stiffness, damping, joints, dofs = body.model.jnt_stiffness, body.model.dof_damping, self._gain_joints, self._gain_dofs
+        if servo_scale is not None:  # the planted legs' servos: every character's gains, one array each
+            gains = (body.kp * servo_scale, np.repeat(body.kv * servo_scale, 3, axis=1))
+            stance = ~np.all(servo_scale == 1.0, axis=1)  # [B]: a character whose gains are not the model's own
+        written = False  # the model holds a character's gains instead of its own
         for b, data in enumerate(self.datas):
             if pushed[b]:  # the chest's applied force is zero between ticks
                 data.xfrc_applied[body.chest_body, 0:3] = self._pending[b] / dt
             friction[body.sole_index, 0] = frictions[b]
-            if servo_scale is not None:  # the planted legs' servos: the model's gains for this character
-                body.model.jnt_stiffness[body.joint_ids] = body.kp * servo_scale[b]
-                body.model.dof_damping[body.dof_index] = np.repeat(body.kv * servo_scale[b], 3)
+            if servo_scale is not None and (stance[b] or written):
+                stiffness[joints], damping[dofs] = gains[0][b], gains[1][b]
+                written = bool(stance[b])
             help_force[b], floor_force[b], sole_means[b] = self._substeps(data, plans[b], dt)
             self._simulated_feet[b] = data.xpos[self._foot_bodies]
             if pushed[b]:
                 data.xfrc_applied[body.chest_body, 0:3] = 0.0
             self._check(b, world_pos, world_rot, targets)
-        if servo_scale is not None:
-            body.model.jnt_stiffness[body.joint_ids] = body.kp
-            body.model.dof_damping[body.dof_index] = np.repeat(body.kv, 3)
+        if written:  # the model's own gains back between ticks
+            stiffness[joints], damping[dofs] = body.kp, np.repeat(body.kv, 3)
         self._pending[:] = 0.0
         self._previous = (targets, world_pos[:, root].copy(), world_rot[:, root].copy(), feet.copy())
         self.time_s += dt
@@ -358,16 +370,15 @@ class PhysicsTracker:
         `last_feet` [B, 4, 3], last tick's). Both soles of a planted foot grip the floor (a heel lifting off
         a held toe still touches); others slide."""
         joint = feet[..., 1] - self.body.plan.floor_heights < PLANTED_HEIGHT
-        joint &= vector_length((feet - last_feet)[..., [0, 2]]) / dt < PLANTED_SPEED
+        move = feet - last_feet
+        joint &= np.sqrt(move[..., 0] * move[..., 0] + move[..., 2] * move[..., 2]) / dt < PLANTED_SPEED  # vector_length
         return np.repeat(joint[:, 0::2] | joint[:, 1::2], 2, axis=1)
 
     def _stance_scale(self, planted) -> np.ndarray:
         """[B, N] the servos' gain scale this tick: `stance_stiffness` on the legs whose kinematic foot is
         planted (planted [B, 4]: the contact joints'; slots 2f and 2f+1 are foot f), 1 elsewhere."""
-        scale = np.ones((self.batch, len(self.body.ball_joints)))
-        for foot, servos in enumerate(self.body.leg_servos):
-            scale[np.ix_(planted[:, 2 * foot], servos)] = self.settings.stance_stiffness
-        return scale
+        stance = (planted[:, 0::2, None] & self._leg_servos).any(axis=1)  # [B, N]
+        return np.where(stance, self.settings.stance_stiffness, 1.0)
 
     def _give_way_step(self, dt: float) -> None:
         """The hold target's push offset over one tick: a critically damped spring (exact solution),

@@ -70,37 +70,42 @@ def soft_reach(distance, leg_length):
 
 
 @njit
-def solve_leg(hip, knee, ankle, hip_rot, knee_rot, target, pole):
+def solve_leg(hip, knee, ankle, hip_rot, knee_rot, target, pole, plain=False):
     """Turn hip and knee (global rotation matrices) so the ankle reaches `target`; returns
     (hip_rot, knee_rot, knee_pos, ankle_pos).
 
     Bone lengths are kept; a target out of reach is clamped to the nearest reachable point along the
     hip->target line. The knee bends in the leg's current plane, turned so the knee points to the
     side of `pole` (the character's forward): a knee bent backwards, even by millimetres, is
-    mirrored forwards, and a nearly straight leg bends toward the pole.
+    mirrored forwards, and a nearly straight leg bends toward the pole. `plain`: no soft reach, no pole
+    (the knee bends in its own plane; a leg straighter than a bend's sine of 1e-6 keeps its knee as it is).
     """
     thigh = mat3.sub(knee, hip)
     shin = mat3.sub(ankle, knee)
     thigh_length, shin_length = mat3.length(thigh), mat3.length(shin)
     reach_max = (thigh_length + shin_length) * (1.0 - _REACH_MARGIN)
     reach_min = abs(thigh_length - shin_length) * (1.0 + _REACH_MARGIN) + 1e-6
-    reach = min(max(soft_reach(mat3.length(mat3.sub(target, hip)), thigh_length + shin_length), reach_min), reach_max)
+    distance = mat3.length(mat3.sub(target, hip))
+    reach = min(max(distance if plain else soft_reach(distance, thigh_length + shin_length), reach_min), reach_max)
 
     # 1. The knee angle that puts the ankle at the reach distance (law of cosines), in a plane whose
     #    normal bends the knee toward the pole.
     cos_goal = (thigh_length ** 2 + shin_length ** 2 - reach ** 2) / max(2.0 * thigh_length * shin_length, 1e-12)
     knee_goal = math.acos(min(max(cos_goal, -1.0), 1.0))
     bend_normal = mat3.cross(thigh, shin)
-    pole_normal = mat3.normalize(mat3.cross(pole, thigh))
-    toward_pole = mat3.dot(bend_normal, pole_normal)
-    if toward_pole < 0.0:  # bent backwards: mirror the bend to the pole's side
-        bend_normal = mat3.sub(bend_normal, mat3.scale(pole_normal, 2.0 * toward_pole))
-    straight = thigh_length * shin_length * math.sin(STRAIGHT_KNEE_ANGLE)
-    bend_normal = mat3.add(bend_normal, mat3.scale(pole_normal, max(straight - mat3.length(bend_normal), 0.0)))
+    if not plain:
+        pole_normal = mat3.normalize(mat3.cross(pole, thigh))
+        toward_pole = mat3.dot(bend_normal, pole_normal)
+        if toward_pole < 0.0:  # bent backwards: mirror the bend to the pole's side
+            bend_normal = mat3.sub(bend_normal, mat3.scale(pole_normal, 2.0 * toward_pole))
+        straight = thigh_length * shin_length * math.sin(STRAIGHT_KNEE_ANGLE)
+        bend_normal = mat3.add(bend_normal, mat3.scale(pole_normal, max(straight - mat3.length(bend_normal), 0.0)))
     axis = mat3.normalize(bend_normal)
     shin_goal = mat3.scale(mat3.mat_vec(mat3.axis_angle(axis, math.pi - knee_goal), thigh),
                            shin_length / max(thigh_length, 1e-12))
     knee_turn = mat3.between(shin, shin_goal)
+    if plain and mat3.length(bend_normal) <= 1e-6 * max(thigh_length * shin_length, 1e-12):
+        knee_turn = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)  # no bend plane: the knee as it is
     bent_ankle = mat3.add(knee, mat3.mat_vec(knee_turn, shin))
 
     # 2. Swing the whole leg about the hip so the hip->ankle line points at the target.
