@@ -5,6 +5,9 @@
           order off, on, on, off, ... so a load that drifts over the run falls on both alike; ms per tick
           of each, the physics' added ms (aim: at most 1 ms at the default 8 substeps) and the load
           average before and after.
+          With `--baseline REV` the tracker of git revision REV (its tracker.py and landing.py, loaded
+          beside this checkout's) is a third kind of block, in the order off, REV, this, off, this,
+          REV, ...: CPU ms of the tracker's step and added, both codes in one run.
   tick    one character: the runtime's tick alone, the physics tick alone (its time per 60 Hz tick at
           4 / 8 / 16 substeps), and MuJoCo's own steps inside it (`mj_step` x substeps), so the Python
           around them shows; wall-clock ms with this thread's CPU ms in brackets (on a shared machine the
@@ -15,13 +18,17 @@
           kinematic) on a mocap walk and on the shipped model's walk, at 4 / 8 / 16 substeps.
 
     python benchmarks/bench_physics.py [--ticks 300] [--sections added,tick,crowd,quality] [--blocks 12]
+                                       [--baseline REV]
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -119,6 +126,73 @@ def interleaved_times(checkpoint, blocks: int, block: int, settle: int = 3):
     return times
 
 
+def baseline_tracker_class(revision: str):
+    """`PhysicsTracker` as git revision `revision` had it: its tracker.py and landing.py, loaded as modules
+    of their own beside this checkout's (the rest of the package is this checkout's)."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-physics-"))
+    modules = {}
+    for name in ("landing", "tracker"):
+        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:pfnn_core/physics/{name}.py"], check=True,
+                              capture_output=True, text=True).stdout
+        text = text.replace("from pfnn_core.physics.landing import", "from baseline_landing import")
+        path = folder / f"baseline_{name}.py"
+        path.write_text(text, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(f"baseline_{name}", path)
+        modules[name] = importlib.util.module_from_spec(spec)
+        sys.modules[f"baseline_{name}"] = modules[name]
+        spec.loader.exec_module(modules[name])
+    return modules["tracker"].PhysicsTracker
+
+
+def baseline_times(checkpoint, blocks: int, revision: str, block: int = 60, settle: int = 3):
+    """{"off" / revision / "this": [(CPU, the runtime's part, the tracker's step) s per tick]}: one walking
+    character, physics off, on with `revision`'s tracker and on with this checkout's, in blocks."""
+    set_thread_counts(1)
+    character = Character(checkpoint, batch=1, device="cpu")
+    trackers = {"this": physics_for_character(character, PhysicsSettings())}
+    trackers[revision] = baseline_tracker_class(revision)(physics_for_character(character, PhysicsSettings()).body,
+                                                          PhysicsSettings(), 1)
+    command = command_from_world_move((0.0, 1.0), False, character.settings)
+    for _ in range(60):
+        state = character.tick(command, DT)
+        for tracker in trackers.values():
+            tracker.step(state.world_joint_pos, state.world_joint_rot, DT)
+    pattern = ["off", revision, "this", "off", "this", revision]
+    times = {name: [] for name in ("off", revision, "this")}
+    for index in range(blocks * len(pattern)):
+        name = pattern[index % len(pattern)]
+        if name != "off":
+            trackers[name].reset()
+        for tick in range(block):
+            started = time.thread_time()
+            state = character.tick(command, DT)
+            runtime = time.thread_time()
+            if name != "off":
+                trackers[name].step(state.world_joint_pos, state.world_joint_rot, DT)
+            if tick >= settle:
+                done = time.thread_time()
+                times[name].append((done - started, runtime - started, done - runtime))
+    return times
+
+
+def baseline_section(checkpoint, blocks: int, revision: str) -> None:
+    load_before = os.getloadavg()
+    times = baseline_times(checkpoint, blocks, revision)
+    load_after = os.getloadavg()
+    medians = {name: np.median(np.array(rows) * 1000.0, axis=0) for name, rows in times.items()}
+    print(f"\nadded, {revision} against this checkout (one character, 8 substeps, {blocks} rounds of off, {revision}, this, "
+          f"off, this, {revision}: 60 ticks each; CPU ms per tick, medians)")
+    print(f"  load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
+          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} (1, 5, 15 min); {os.cpu_count()} cores")
+    off = medians["off"][0]
+    for name in ("off", revision, "this"):
+        tick, runtime, step = medians[name]
+        print(f"  {name:12s} tick {tick:6.3f}   runtime's part {runtime:6.3f}   tracker's step {step:6.3f}   "
+              f"added {tick - off:6.3f}")
+    print(f"  this / {revision}: tracker's step {medians['this'][2] / medians[revision][2]:.3f}, "
+          f"added {(medians['this'][0] - off) / (medians[revision][0] - off):.3f}")
+
+
 def added_section(checkpoint, blocks: int, block: int = 60) -> None:
     load_before = os.getloadavg()
     times = interleaved_times(checkpoint, blocks, block)
@@ -187,12 +261,16 @@ def main(argv=None) -> int:
     parser.add_argument("--ticks", type=int, default=300)
     parser.add_argument("--sections", default="added,tick,crowd,quality")
     parser.add_argument("--blocks", type=int, default=12, help="blocks of 60 ticks each with the physics off and on")
+    parser.add_argument("--baseline", help="with `added`: also time the tracker of this git revision, interleaved")
     args = parser.parse_args(argv)
     set_thread_counts(1)
     checkpoint = load_checkpoint(SHIPPED)
     sections = args.sections.split(",")
     if "added" in sections:
-        added_section(checkpoint, args.blocks)
+        if args.baseline:
+            baseline_section(checkpoint, args.blocks, args.baseline)
+        else:
+            added_section(checkpoint, args.blocks)
     if "tick" in sections:
         tick_section(checkpoint, args.ticks)
     if "crowd" in sections:

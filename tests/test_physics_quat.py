@@ -47,3 +47,53 @@ def test_quat_to_expmap_is_bit_identical():
     assert quat.quat_to_expmap(q).tobytes() == _expmap_with_linalg_norm(q).tobytes()
     half_turn_about_y = np.array([np.cos(np.pi / 4), 0.0, np.sin(np.pi / 4), 0.0])
     np.testing.assert_allclose(quat.quat_to_expmap(half_turn_about_y), [0.0, np.pi / 2, 0.0], atol=1e-15)
+
+
+def _units(rng, *shape):
+    q = rng.normal(size=shape + (4,))
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def _nlerp(start, end, share):
+    end = np.where((start * end).sum(axis=-1, keepdims=True) < 0.0, -end, end)
+    return quat.quat_normalize(start + share * (end - start))
+
+
+def test_the_compiled_servo_targets_are_the_numpy_forms():
+    """`servo_targets.joint_targets` gives the numpy form's targets bit for bit; `substep_targets` its
+    substeps' spring and hips rotations and the hips' turn bit for bit (a joint turned into the other
+    hemisphere included) and the damping's feed-forward within 1e-14 relative (arctan2's last bit)."""
+    from pfnn_core.physics.servo_targets import joint_targets, substep_targets
+
+    rng = np.random.default_rng(11)
+    batch, joints, substeps, dt = 3, 20, 8, 1.0 / 60.0
+    world = _units(rng, batch, joints + 1)
+    parents = rng.integers(0, 6, joints)
+    ball = np.arange(1, joints + 1)
+    reference = _units(rng, joints)
+    local = quat.quat_mul_terms(quat.inverse_terms(world[:, parents]), world[:, ball])
+    expected = quat.quat_normalize(quat.quat_mul_terms(quat.signed_terms(reference)[None], local))
+    got = np.empty((batch, joints, 4))
+    joint_targets(world, parents, ball, reference, got)
+    assert got.tobytes() == expected.tobytes()
+
+    last = _units(rng, batch, joints)
+    now = quat.quat_normalize(last + 0.05 * rng.normal(size=last.shape))
+    now[0, 3] *= -1.0  # the same rotation, the other hemisphere
+    last_hips, now_hips = _units(rng, batch), _units(rng, batch)
+    order = rng.permutation(joints)
+    gains = rng.uniform(0.1, 3.0, joints) * np.where(rng.random((batch, joints)) < 0.5, 0.7, 1.0)
+    share = np.arange(1, substeps + 1) / substeps
+    both = _nlerp(np.concatenate([last, last_hips[:, None]], axis=1)[:, None],
+                  np.concatenate([now, now_hips[:, None]], axis=1)[:, None], share[None, :, None, None])
+    spins = quat.quat_to_expmap(np.concatenate(
+        [quat.quat_mul_terms(quat.inverse_terms(last), now),
+         quat.quat_normalize(quat.quat_mul_terms(quat.signed_terms(now_hips), quat.quat_inv(last_hips)))[:, None]], axis=1))
+    feed = (gains[:, :, None] * (spins[:, :-1] / dt))[:, order].reshape(batch, -1)
+    springs, rotations = np.empty((batch, substeps, 4 * joints)), np.empty((batch, substeps, 4))
+    got_feed, turn = np.empty((batch, 3 * joints)), np.empty((batch, 3))
+    substep_targets(last, now, last_hips, now_hips, order, gains, dt, springs, rotations, got_feed, turn)
+    assert springs.tobytes() == both[:, :, order].reshape(batch, substeps, -1).tobytes()
+    assert rotations.tobytes() == both[:, :, -1].tobytes()
+    assert turn.tobytes() == spins[:, -1].tobytes()
+    np.testing.assert_allclose(got_feed, feed, rtol=1e-14, atol=1e-14 * np.abs(feed).max())

@@ -17,8 +17,9 @@ from pathlib import Path
 KERNEL_MODULES = (
     "math/quat.py", "math/mat3.py", "math/springs.py", "models/base.py", "models/matching/database.py",
     "models/matching/features.py", "models/matching/inertialize.py", "models/matching/model.py",
-    "physics/landing.py", "runtime/feet.py", "runtime/guards.py", "runtime/ik.py", "runtime/pose.py",
-    "runtime/reach.py", "runtime/release.py", "runtime/root_motion.py", "runtime/settle.py", "runtime/trajectory.py",
+    "physics/landing.py", "physics/servo_targets.py", "runtime/feet.py", "runtime/guards.py", "runtime/ik.py",
+    "runtime/pose.py", "runtime/reach.py", "runtime/release.py", "runtime/root_motion.py", "runtime/settle.py",
+    "runtime/trajectory.py",
 )
 
 

@@ -39,14 +39,13 @@ from pfnn_core.math.quat import (
     inverse_terms,
     quat_inv,
     quat_mul_terms,
-    quat_normalize,
     quat_to_expmap,
-    signed_terms,
     vector_length,
 )
 from pfnn_core.physics.body import PhysicsBody
 from pfnn_core.physics.events import MAX_IMPULSE
 from pfnn_core.physics.landing import LandingHold
+from pfnn_core.physics.servo_targets import joint_targets, substep_targets
 from pfnn_core.physics.settings import PhysicsSettings
 
 log = logging.getLogger(__name__)
@@ -56,13 +55,6 @@ RESET_DISTANCE = 1.0  # m: a body whose hips are this far from the kinematic hip
 # instead of catching: only the soles of a planted kinematic foot grip.
 PLANTED_HEIGHT, PLANTED_SPEED, SWING_FRICTION = 0.02, 0.5, 0.05  # m, m/s, friction coefficient
 _HORIZONTAL = np.array([1.0, 0.0, 1.0])
-
-
-def nlerp(start, end, share) -> np.ndarray:
-    """Rotations from `start` to `end` [..., 4] at `share` (0..1, broadcast): normalised linear
-    interpolation, as exact as a slerp for the few degrees a joint turns in one tick, and cheaper."""
-    end = np.where((start * end).sum(axis=-1, keepdims=True) < 0.0, -end, end)
-    return quat_normalize(start + share * (end - start))
 
 
 def as_slice(index):
@@ -127,12 +119,12 @@ class PhysicsTracker:
         plan = body.plan
         self.parents = np.asarray(plan.parents)
         self.inverse_reference = quat_inv(np.array([plan.node(j).reference for j in body.ball_joints]))
-        self._reference_terms = signed_terms(self.inverse_reference)[None]
-        self._ball_parents = as_slice(self.parents[body.ball_joints])  # every ball joint has a parent (the hips: free)
+        # every ball joint has a parent (the hips: free)
+        self._parent_index, self._joint_index = self.parents[body.ball_joints], np.asarray(body.ball_joints)
         self.carried = [j for j in range(len(plan.names)) if j not in set(body.joints)]  # above the hips
         # the same indices as slices where they are one run (the bundled skeleton's all are)
-        self._ball, self._joints, self._body_ids = as_slice(body.ball_joints), as_slice(body.joints), as_slice(body.body_ids)
-        self._order, self._carried = as_slice(body.address_order), as_slice(self.carried)
+        self._joints, self._body_ids = as_slice(body.joints), as_slice(body.body_ids)
+        self._carried = as_slice(self.carried)
         self._gain_joints, self._gain_dofs = as_slice(body.joint_ids), as_slice(body.dof_index)
         # [F, N]: each leg's servos (foot f is contact slots 2f, 2f + 1)
         self._leg_servos = np.zeros((len(body.leg_servos), len(body.ball_joints)), dtype=bool)
@@ -213,9 +205,10 @@ class PhysicsTracker:
     # ---- targets -------------------------------------------------------------------------------
     def targets(self, world_rot: np.ndarray) -> np.ndarray:
         """[B, N, 4] servo targets: each ball joint's local rotation measured from its reference (its qpos)."""
-        # `local_rotations(world_rot, parents)[:, ball_joints]`, worked out for the ball joints alone
-        local = quat_mul_terms(inverse_terms(world_rot[:, self._ball_parents]), world_rot[:, self._ball])
-        return quat_normalize(quat_mul_terms(self._reference_terms, local))
+        # `local_rotations(world_rot, parents)[:, ball_joints]`, worked out for the ball joints alone (compiled)
+        out = np.empty((world_rot.shape[0], len(self.body.ball_joints), 4))
+        joint_targets(world_rot, self._parent_index, self._joint_index, self.inverse_reference, out)
+        return out
 
     def _start(self, b: int, world_pos, world_rot, targets) -> None:
         """Put body b on the kinematic pose (its joints at `targets` [N, 4]), at rest."""
@@ -234,19 +227,12 @@ class PhysicsTracker:
         body, substeps, root = self.body, self.settings.substeps, self.body.plan.root
         last_targets, last_pos, last_rot = self._previous[0], self._previous[1], self._previous[2]
         share = np.arange(1, substeps + 1) / substeps
-        # the ball joints' targets and the hips' rotation (one more joint, last) go through each step together
-        now_rot = world_rot[:, root]
-        both = nlerp(np.concatenate([last_targets, last_rot[:, None]], axis=1)[:, None],
-                     np.concatenate([targets, now_rot[:, None]], axis=1)[:, None], share[None, :, None, None])
-        springs = both[:, :, self._order].reshape(self.batch, substeps, -1)  # [B, n, 4N]
-        rotations = both[:, :, -1]  # [B, n, 4]
-        spins = quat_to_expmap(np.concatenate([quat_mul_terms(inverse_terms(last_targets), targets),  # each joint's frame
-                                               quat_normalize(quat_mul_terms(signed_terms(now_rot),
-                                                                             quat_inv(last_rot)))[:, None]],
-                                              axis=1))
-        spin, turn = spins[:, :-1] / dt, spins[:, -1]  # [B, N, 3], [B, 3] world
-        kv = body.kv[None, :, None] if servo_scale is None else body.kv[None, :, None] * servo_scale[:, :, None]
-        joint_feed = (kv * spin)[:, self._order].reshape(self.batch, -1)
+        count = len(body.ball_joints)
+        springs, rotations = np.empty((self.batch, substeps, 4 * count)), np.empty((self.batch, substeps, 4))
+        joint_feed, turn = np.empty((self.batch, 3 * count)), np.empty((self.batch, 3))
+        gains = np.broadcast_to(body.kv, (self.batch, count)) if servo_scale is None else body.kv * servo_scale
+        substep_targets(last_targets, targets, last_rot, world_rot[:, root], body.address_order, gains, dt, springs,
+                        rotations, joint_feed, turn)
         start = last_pos + self._give_way[:, 0]
         self._give_way_step(dt)
         move = world_pos[:, root] + self._give_way[:, 0] - start
