@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = {kind: str(ROOT / "assets" / "models" / f"{name}.safetensors")
           for kind, name in (("pfnn", "default"), ("matching", "matching"), ("mvae", "mvae"))}
 WIDTH, HEIGHT = 720, 460
-SLIDER_WIDTH = 140  # the sections' item width: the slider's frame, its label right of it
+SLIDER_WIDTH = 140  # the sections' item width where the label fits beside the slider
 WALK = {"segments": [{"duration": 60.0, "move": [0.0, 0.9]}]}
 
 
@@ -97,9 +97,17 @@ def _use(viewer, kind, sections=(), panel=True):
 
 
 def _slider_click(viewer, name, share):
-    """Click a section's slider `share` of the way along its frame."""
-    x0, _, x1, _ = viewer.state.field_rects[name]
-    click_widget(viewer, name, x_fraction=min(share * SLIDER_WIDTH, x1 - x0 - 1) / (x1 - x0))
+    """Click a section's slider `share` of the way along its frame: in this window's narrow panel every
+    labelled slider has its label on the line above and the panel's whole width (nothing cut off)."""
+    for _ in range(20):  # out of the window: scroll the panel as a user does, with the wheel over it
+        x0, y0, x1, y1 = viewer.state.field_rects[name]
+        if y0 > 40 and y1 < viewer.window.height - 4:
+            break
+        viewer.window.dispatch_event("on_mouse_motion", (x0 + x1) / 2, 20, 0, 0)
+        viewer.window.dispatch_event("on_mouse_scroll", (x0 + x1) / 2, 20, 0, -1 if y0 > 40 else 1)
+        viewer.run_frames(2)
+    assert x1 - x0 > SLIDER_WIDTH  # the whole line, not the 140 px of a slider with its label beside it
+    click_widget(viewer, name, x_fraction=min(max(share, 0.01), 0.99))
 
 
 def _press(viewer, symbol):

@@ -17,7 +17,6 @@ from pfnn_core.physics.settings import tunable_fields
 MODE_HELP = {"off": "the kinematic character only", "on": "the simulated body is drawn",
              "both": "the simulated body, the kinematic pose as a ghost over it"}
 PUSH_RANGE = (5.0, 150.0)  # N s: the push key's strength (the tracker refuses more than 200)
-FOOT_LABELS = ("heel L", "toe L", "heel R", "toe R")
 
 
 def physics_section(state) -> None:
@@ -42,13 +41,13 @@ def mode_selector(state) -> None:
             panel.mode = mode
         remember_rect(state, f"physics_{mode}")
         tooltip(MODE_HELP[mode])
-    imgui.same_line()
-    if imgui.button(f"Push ({keys.keys_label(keys.control('push_character'))})"):
+    if imgui.button(f"Push ({keys.keys_label(keys.control('push_character'))})"):  # its own line: never cut off
         state.request("push_character")
     remember_rect(state, "physics_push")
     tooltip(f"{state.physics.push_strength:.0f} N s at the chest along the camera's view")
-    imgui.push_item_width(140)
-    _, strength = imgui.slider_float("push (N s)##push_strength", state.physics.push_strength, PUSH_RANGE[0], PUSH_RANGE[1],
+    imgui.same_line()
+    imgui.push_item_width(120)
+    _, strength = imgui.slider_float("N s##push_strength", state.physics.push_strength, PUSH_RANGE[0], PUSH_RANGE[1],
                                      "%.0f")
     imgui.pop_item_width()
     state.physics.push_strength = float(min(max(strength, PUSH_RANGE[0]), PUSH_RANGE[1]))
@@ -66,8 +65,11 @@ def physics_figures(state) -> None:
     tooltip("Mean distance of the simulated joints from the kinematic ones; the hold on the hips (body weight "
             f"{9.81 * state.physics.settings.body_mass:.0f} N)")
     vertical = np.asarray(figures["foot_forces"])[:, 1]
-    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "floor  " + "  ".join(
-        f"{label} {force:4.0f}" for label, force in zip(FOOT_LABELS, vertical)) + f"  N   {figures['physics_ms']:.2f} ms")
+    for side, (heel, toe) in zip(("left ", "right"), vertical.reshape(2, 2)):  # two short lines: a narrow panel cuts none
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"floor {side}  heel {heel:4.0f}  toe {toe:4.0f} N")
+    imgui.same_line()
+    imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"  {figures['physics_ms']:.2f} ms")
+    tooltip("The simulated floor's vertical force under each sole (N) and the physics' time per tick")
     error_plot(state.physics.error_trace)
 
 
