@@ -12,7 +12,15 @@ from pfnn_core.features.layout import make_layouts
 from pfnn_core.models.checkpoint import CheckpointError, read_checkpoint_file, write_checkpoint
 from pfnn_core.models.mvae.checkpoint import network_of, save_mvae
 from pfnn_core.models.mvae.frames import TRIM_S, SequenceIndex, condition, phase_features
-from pfnn_core.models.mvae.losses import SKATE_BAND, FrameParts, collapse_warning, jerk, kl_per_dimension, skate
+from pfnn_core.models.mvae.losses import (
+    SKATE_BAND,
+    FrameParts,
+    collapse_warning,
+    jerk,
+    kl_per_dimension,
+    skate,
+    still,
+)
 from pfnn_core.models.mvae.model import MVAEModel
 from pfnn_core.models.mvae.networks import MotionVAE, MVAEConfig, NumpyMVAE
 from pfnn_core.models.registry import build_model, load_checkpoint
@@ -139,6 +147,25 @@ def test_the_skate_term_weighs_foot_speed_by_nearness_to_the_floor_and_counts_si
     frame.requires_grad_(True)
     skate(frame, parts).sum().backward()
     assert float(frame.grad[0, parts.foot_pos[1, 1]]) == 0.0  # the weight is held: no gain from lifting a foot
+
+
+def test_the_still_term_counts_root_speed_yaw_rate_and_foot_speed_above_the_datas():
+    parts = _raw_parts(None)
+    pred, data = torch.zeros(2, LAYOUTS.y.size), torch.zeros(2, LAYOUTS.y.size)
+    pred[:, parts.root_vel[0]], pred[:, parts.root_vel[1]] = 0.3, -0.4  # 0.5 m/s
+    pred[:, parts.yaw_rate[0]] = -0.1  # rad/s, turning right
+    for joint, (vx, vz) in enumerate([(0.6, 0.8), (0.0, 0.2), (0.0, 0.0), (0.1, 0.0)]):  # 1, 0.2, 0, 0.1 m/s
+        pred[:, parts.foot_vel[joint, 0]], pred[:, parts.foot_vel[joint, 1]] = vx, vz
+        pred[:, parts.foot_vel[joint, 0] + 1] = 3.0  # vertical: not counted
+    data[1, parts.root_vel[1]] = 0.2  # the data's own motion is not fought
+    data[1, parts.yaw_rate[0]] = 0.25
+    data[1, parts.foot_vel[0, 0]] = 0.5
+    first = 0.5 + 0.1 + (1.0 + 0.2 + 0.0 + 0.1) / 4
+    second = (0.5 - 0.2) + 0.0 + (0.5 + 0.2 + 0.0 + 0.1) / 4
+    assert still(pred, data, parts).tolist() == pytest.approx([first, second], rel=1e-5)
+    pred.requires_grad_(True)
+    still(pred, data, parts)[0].backward()  # absolute, not squared: a small drift keeps its full gradient
+    assert float(pred.grad[0, parts.yaw_rate[0]]) == pytest.approx(-1.0)
 
 
 def test_the_jerk_term_is_zero_for_constant_acceleration_and_exact_for_a_cubic():

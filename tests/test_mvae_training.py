@@ -185,6 +185,26 @@ def test_a_policy_only_run_keeps_the_encoder_and_decoder_and_trains_the_policy_w
     assert after.card.extra["kl_per_dim"] == before.card.extra["kl_per_dim"]
 
 
+def test_a_policy_only_run_with_the_still_term_trains_on_standing_windows_and_stops(tmp_path):
+    source = train(_tiny(tmp_path, vae_epochs=1, decoder_only_epochs=0, kl_warmup_epochs=0, teacher_epochs=0,
+                         ramp_epochs=0, policy_epochs=1, batches_per_epoch=4, batch_size=16))
+    config = _tiny(tmp_path, out=str(tmp_path / "still.safetensors"), policy_only=str(source.out_path),
+                   vae_epochs=1, policy_epochs=1, batches_per_epoch=3, batch_size=16, policy_rollout=5,
+                   still_weight=0.2, idle_share=0.25, stop_share=0.25, max_minutes=60)
+    from pfnn_core.models.mvae.session import prepare
+    session = prepare(config)
+    idle = session.tensors.idle.numpy()
+    assert 0 < idle.sum() < len(idle)  # the standing clip's rows, not the walks'
+    rows = session.draw_rows("policy")
+    assert idle[rows[:4, -1].numpy()].all()  # a quarter of the batch ends standing
+    future = session.tensors.future_control
+    assert int(future.sum()) * 2 == future.numel() and not future[:12].any() and future[12:24].all()
+    result = train(config)
+    history = load_checkpoint(result.out_path).card.extra["loss_history"]
+    assert "still" in history["val"]["policy"] and np.isfinite(history["policy"]["still"]).all()
+    assert history["policy"]["still"][0] > 0.0
+
+
 def test_the_policy_weights_and_rollout_length_follow_the_config():
     config = MVAETrainConfig(foot_weight=0.5, policy_foot_weight=-1.0, rollout=8, policy_rollout=0)
     assert config.weights("policy").foot == 0.5 and config.rollout_length("policy") == 8

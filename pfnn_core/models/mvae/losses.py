@@ -11,7 +11,11 @@
 - skate (the policy's, optional): the horizontal speed (m/s) of the 4 contact joints weighted as the
   evaluation's foot skating weighs a step (w = 2 - 2^(h/H), h the height above the joint's floor level,
   H = 2 cm; w held fixed, so the feet are not lifted to hide a slide), plus how far (m) a joint sinks
-  more than H below its floor level.
+  more than H below its floor level;
+- still (the policy's, optional): on frames whose command is to stand, the root's speed (m/s) and yaw
+  rate (rad/s) and the 4 contact joints' horizontal speed (m/s), each counted above the data's own
+  (absolute, not squared: a drift of half a degree a second is 1e-4 of a normalised squared error,
+  invisible to the reconstruction, yet 5 degrees in 10 s of idling).
 """
 from __future__ import annotations
 
@@ -37,6 +41,8 @@ class FrameParts:
     root: torch.Tensor  # indices of the root velocity and yaw rate (the policy's responsiveness term)
     foot_pos: torch.Tensor | None = None  # [4, 3] indices of the contact joints' positions (root frame)
     floor: torch.Tensor | None = None  # [4] m, the contact joints' floor levels (the skate term)
+    root_vel: torch.Tensor | None = None  # [2] indices of the root velocity (x, z)
+    yaw_rate: torch.Tensor | None = None  # [1] index of the root yaw rate
 
     @staticmethod
     def of(y_layout, foot_joints, mean, std, device, floor_heights=None) -> "FrameParts":
@@ -55,7 +61,8 @@ class FrameParts:
             pose=as_long(np.concatenate([block("joint_pos"), block("joint_rot")])),
             root=as_long(np.concatenate([block("root_vel"), block("root_yaw_rate")])),
             foot_pos=as_long(joint_pos[np.asarray(foot_joints)]),
-            floor=torch.as_tensor(floor.astype(np.float32), device=device))
+            floor=torch.as_tensor(floor.astype(np.float32), device=device),
+            root_vel=as_long(block("root_vel")), yaw_rate=as_long(block("root_yaw_rate")))
 
 
 def kl_per_dimension(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
@@ -111,6 +118,20 @@ def skate(pred: torch.Tensor, parts: FrameParts) -> torch.Tensor:
     weight = (2.0 - torch.pow(2.0, torch.relu(height.detach()) / SKATE_BAND)).clamp(0.0, 1.0)
     speed = real(parts.foot_vel).norm(dim=-1)
     return (weight * speed + torch.relu(-height - SKATE_BAND)).mean(-1)
+
+
+def still(pred: torch.Tensor, target: torch.Tensor, parts: FrameParts) -> torch.Tensor:
+    """[B] motion above the data's while standing: relu(|root speed| - data's) (m/s) + relu(|yaw rate| -
+    data's) (rad/s) + the mean over the 4 contact joints of relu(horizontal speed - data's) (m/s)."""
+    def real(frames, index):
+        return frames[:, index] * parts.std[index] + parts.mean[index]
+
+    def motion(frames):
+        return (real(frames, parts.root_vel).norm(dim=-1), real(frames, parts.yaw_rate)[:, 0].abs(),
+                real(frames, parts.foot_vel).norm(dim=-1))
+
+    (speed, yaw, feet), (speed_data, yaw_data, feet_data) = motion(pred), motion(target)
+    return torch.relu(speed - speed_data) + torch.relu(yaw - yaw_data) + torch.relu(feet - feet_data).mean(-1)
 
 
 def active_dimensions(kl_per_dim: np.ndarray) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional
 
+from pfnn_core.features.contract import SIM_FPS
 from pfnn_core.models.mvae.frames import condition
 from pfnn_core.models.mvae.losses import (
     FrameParts,
@@ -22,6 +23,7 @@ from pfnn_core.models.mvae.losses import (
     kl_per_dimension,
     reconstruction,
     skate,
+    still,
 )
 from pfnn_core.models.mvae.networks import MotionVAE
 
@@ -37,6 +39,9 @@ class MVAETensors:
     num_styles: int
     parts: FrameParts
     style_classifier: torch.nn.Module | None = None  # frame -> style logits, frozen (the policy's style term)
+    idle: torch.Tensor | None = None  # [N] bool: the row's command is to stand (future trajectory still)
+    stand_control: torch.Tensor | None = None  # [C] a standing row's normalised control
+    future_control: torch.Tensor | None = None  # [C] bool: the control's future samples (now and ahead)
 
     def condition(self, rows: torch.Tensor) -> torch.Tensor:
         style = None if self.style is None else functional.one_hot(self.style[rows], self.num_styles).float()
@@ -52,6 +57,9 @@ class LossWeights:
     skate: float = 0.0  # the policy's: feet near the floor sliding or sunk (`losses.skate`)
     jerk: float = 0.0  # the policy's: the pose's third difference against the data's
     style: float = 0.0  # the policy's: cross-entropy of the style classifier on the decoded frames
+    still: float = 0.0  # the policy's: motion above the data's on standing frames (`losses.still`)
+
+STOP_RAMP_S = 0.5  # s: a stop rollout's still term ramps 0 -> 1 over this time after the release
 
 
 def history_length(window: int) -> int:
@@ -102,14 +110,19 @@ def vae_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, weig
 
 
 def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, weights: LossWeights,
-                   zero_start: float = 0.25) -> dict:
+                   zero_start: float = 0.25, stop_share: float = 0.0) -> dict:
     """Mean loss terms over fully autoregressive policy rollouts along `rows` [B, H + L]
     (H = `policy_history_length`), in pose space through the frozen decoder: reconstruction of the
     data's frames under the data's control, root velocity (responsiveness), acceleration (smoothness),
     foot velocity on the data's contacts; with their weights set, skating near the floor, jerk (from the
-    second frame on) and the style classifier's cross-entropy against the commanded style.
+    second frame on), the style classifier's cross-entropy against the commanded style, and the still
+    term on the data's standing frames.
     The first current latent is the posterior mean of the last real transition, or the prior mean
-    (zero, as at a runtime start) for a `zero_start` share of the rollouts."""
+    (zero, as at a runtime start) for a `zero_start` share of the rollouts.
+    With the still term on, a `stop_share` of the rollouts are stops: from the first target on, the
+    control's future is the standing command's (the past stays the data's) and the phase is held; they
+    count only in the still term, ramped 0 -> 1 over STOP_RAMP_S after the release (the data has no
+    frames to match there)."""
     window = model.config.window
     history_count = policy_history_length(window)
     real = tensors.frames[rows]
@@ -122,23 +135,42 @@ def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, w
     steps = rows.shape[1] - history_count
     root = tensors.parts.root
     extra = _policy_extra_terms(weights, tensors)
+    stop = torch.zeros(len(rows), dtype=torch.bool, device=rows.device)
+    if "still" in extra and stop_share > 0.0:
+        stop = torch.rand(len(rows), device=rows.device) < stop_share
+    moving = (~stop).float()
+    count = moving.sum().clamp(min=1.0)
+
+    def mean(values):  # [B] -> the mean over the rollouts that follow the data
+        return (values * moving).sum() / count
+
     for step in range(steps):
         t = history_count + step
         target = real[:, t]
         cond = tensors.condition(rows[:, t])
+        if bool(stop.any()):
+            held = tensors.condition(rows[:, history_count])
+            control = torch.where(tensors.future_control, tensors.stand_control, held[:, 2:2 + len(tensors.stand_control)])
+            stopped = torch.cat([held[:, :2], control, held[:, 2 + len(tensors.stand_control):]], -1)
+            cond = torch.where(stop[:, None], stopped, cond)
         z = model.policy(z, history, cond)
         pred = model.decoder(z, history[:, -1], cond)
-        terms = {"reconstruction": reconstruction(pred, target).mean(),
-                 "velocity": ((pred[:, root] - target[:, root]) ** 2).mean(),
-                 "acceleration": acceleration(pred, history, target, real[:, t - 2:t], tensors.parts).mean(),
-                 "foot": foot_velocity(pred, target, tensors.parts).mean()}
+        terms = {"reconstruction": mean(reconstruction(pred, target)),
+                 "velocity": mean(((pred[:, root] - target[:, root]) ** 2).mean(-1)),
+                 "acceleration": mean(acceleration(pred, history, target, real[:, t - 2:t], tensors.parts)),
+                 "foot": mean(foot_velocity(pred, target, tensors.parts))}
         if "skate" in extra:
-            terms["skate"] = skate(pred, tensors.parts).mean()
+            terms["skate"] = mean(skate(pred, tensors.parts))
         if "jerk" in extra and t >= 3:
-            terms["jerk"] = jerk(pred, trail, target, real[:, t - 3:t], tensors.parts).mean() * steps / (steps - 1)
+            terms["jerk"] = mean(jerk(pred, trail, target, real[:, t - 3:t], tensors.parts)) * steps / (steps - 1)
         if "style" in extra:
             logits = tensors.style_classifier(pred)
-            terms["style"] = functional.cross_entropy(logits, tensors.style[rows[:, t]])
+            terms["style"] = mean(functional.cross_entropy(logits, tensors.style[rows[:, t]], reduction="none"))
+        if "still" in extra:
+            ramp = min((step + 1) / (STOP_RAMP_S * SIM_FPS), 1.0)
+            standing = torch.where(stop, torch.full_like(moving, ramp), tensors.idle[rows[:, t]].float())
+            zero = torch.where(stop[:, None], _standing_frame(tensors.parts, target), target)
+            terms["still"] = (standing * still(pred, zero, tensors.parts)).mean()
         for name, value in terms.items():
             sums[name] = sums.get(name, 0.0) + value / steps
         history = torch.cat([history[:, 1:], pred.detach()[:, None]], 1)
@@ -152,9 +184,19 @@ def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, w
     return sums
 
 
+def _standing_frame(parts: FrameParts, like: torch.Tensor) -> torch.Tensor:
+    """[B, F] normalised frames whose root and foot velocities are zero (the still term's reference)."""
+    frame = like.clone()
+    for index in (parts.root_vel, parts.yaw_rate, parts.foot_vel.reshape(-1)):
+        frame[:, index] = -parts.mean[index] / parts.std[index]
+    return frame
+
+
 def _policy_extra_terms(weights: LossWeights, tensors: MVAETensors) -> tuple:
     """The optional policy terms whose weight is set (the style term also needs styles and a classifier)."""
     names = [name for name in ("skate", "jerk") if getattr(weights, name) > 0.0]
+    if weights.still > 0.0 and tensors.idle is not None:
+        names.append("still")
     if weights.style > 0.0 and tensors.style is not None and tensors.style_classifier is not None:
         names.append("style")
     return tuple(names)

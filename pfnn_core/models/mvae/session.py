@@ -26,7 +26,7 @@ from pfnn_core.models.mvae.rollouts import (
 VAL_CHUNK = 512
 TERMS = {"vae": ("total", "reconstruction", "kl", "foot", "acceleration"),
          "policy": ("total", "reconstruction", "velocity", "acceleration", "foot")}
-EXTRA_POLICY_TERMS = ("skate", "jerk", "style")  # kept in the history when their weight is set
+EXTRA_POLICY_TERMS = ("skate", "jerk", "style", "still")  # kept in the history when their weight is set
 CLASSIFIER_STEPS, CLASSIFIER_BATCH = 400, 512
 
 
@@ -81,11 +81,33 @@ def _tensors(data, norm: dict, x_layout, y_layout) -> MVAETensors:
         x_part = np.asarray(data.x[part])[:, control_index]
         control[part] = (x_part - norm["x_mean"][control_index]) / norm["x_std"][control_index]
     styles = num_styles(data)
+    idle, future = _standing_command(data, x_layout, control_index)
+    stand_rows = np.flatnonzero(idle)
+    stand_control = control[stand_rows[0]] if len(stand_rows) else np.zeros(len(control_index), np.float32)
     parts = FrameParts.of(y_layout, _foot_joint_indices(data), norm["y_mean"], norm["y_std"], "cpu",
                           getattr(data, "floor_heights", None))
     return MVAETensors(torch.from_numpy(frames), torch.from_numpy(control),
                        torch.as_tensor(np.array(data.phase, np.float32)),
-                       torch.as_tensor(np.asarray(data.style, np.int64)) if styles else None, styles, parts)
+                       torch.as_tensor(np.asarray(data.style, np.int64)) if styles else None, styles, parts,
+                       idle=torch.from_numpy(idle), stand_control=torch.from_numpy(np.array(stand_control)),
+                       future_control=torch.from_numpy(future))
+
+
+def _standing_command(data, x_layout, control_index) -> tuple[np.ndarray, np.ndarray]:
+    """[N] bool: rows whose command is to stand (every future trajectory sample at the root, facing
+    ahead, gait 'stand'); [C] bool: the control's future samples (trajectory offsets >= 0)."""
+    from pfnn_core.features.contract import TRAJ_OFFSETS
+
+    future_sample = np.asarray(TRAJ_OFFSETS) >= 0
+    future_index = []
+    for name in ("traj_pos", "traj_dir", "traj_gait"):
+        part = x_layout.slice(name)
+        width = (part.stop - part.start) // len(TRAJ_OFFSETS)
+        future_index.append(np.arange(part.start, part.stop)[np.repeat(future_sample, width)])
+    pos, direction, gait = (np.asarray(data.x[:, index]) for index in future_index)
+    idle = ((np.abs(pos) < 1e-3).all(1) & (np.abs(direction[:, 0::2]) < 1e-3).all(1)
+            & (gait[:, 0::3] > 0.999).all(1))
+    return idle, np.isin(control_index, np.concatenate(future_index))
 
 
 class Session:
@@ -127,7 +149,7 @@ class Session:
         index = SequenceIndex(data.next_index, getattr(data, "standing", None))
         is_train = np.zeros(len(data.y), bool)
         is_train[np.asarray(train_rows)] = True
-        self.index, self.starts, self.val = index, {}, {}
+        self.index, self.starts, self.val, self.idle_starts = index, {}, {}, {}
         window = self.config.window
         rng = np.random.default_rng(self.config.seed)
         for stage, history in (("vae", history_length(window)), ("policy", policy_history_length(window))):
@@ -137,6 +159,9 @@ class Session:
             if not train.any():
                 raise ValueError(f"{self.config.data}: no training windows of {history + length} frames")
             self.starts[stage] = torch.as_tensor(starts[train])
+            if stage == "policy" and self.config.idle_share > 0.0:
+                ends_idle = self.tensors.idle.numpy()[index.sequence[starts[train] + length - 1]]
+                self.idle_starts[stage] = torch.as_tensor(starts[train][ends_idle])
             held = starts[~train] if (~train).any() else starts[train]
             held = rng.choice(held, min(self.config.val_windows, len(held)), replace=False)
             self.val[stage] = torch.as_tensor(index.rows(held, np.arange(-history, length)))
@@ -151,6 +176,10 @@ class Session:
         """[B, H + L] rows of a batch of training windows."""
         starts = self.starts[stage]
         picked = starts[torch.randint(len(starts), (self.config.batch_size,), generator=self.generator)]
+        idle = self.idle_starts.get(stage)
+        if idle is not None and len(idle):  # a share of the windows that end standing
+            count = int(round(self.config.idle_share * self.config.batch_size))
+            picked[:count] = idle[torch.randint(len(idle), (count,), generator=self.generator)]
         history = history_length(self.config.window) if stage == "vae" else policy_history_length(self.config.window)
         offsets = torch.arange(-history, self.config.rollout_length(stage))
         return torch.as_tensor(self.index.sequence)[picked[:, None] + offsets[None]]

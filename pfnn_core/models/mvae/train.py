@@ -10,8 +10,10 @@ the trimmed training windows, `mvae_frames.SequenceIndex`):
    the feedback 0 -> 1, then fully autoregressive [Ling et al.: 8 frames; 20, 20 and 100 of 140 epochs].
 2. the control policy (`policy_epochs`) through the frozen decoder (`mvae_rollouts.policy_rollout`),
    on rollouts of `policy_rollout` frames (0: `rollout`), with its own foot weight and, when their
-   weights are set, a skating term near the floor, a jerk term and a style term (a small frame -> style
-   classifier trained on the data before the stage, then frozen).
+   weights are set, a skating term near the floor, a jerk term, a style term (a small frame -> style
+   classifier trained on the data before the stage, then frozen) and a still term (root and feet at rest
+   while commanded to stand: on the data's standing frames, on an `idle_share` of windows drawn from
+   those that end standing, and on a `stop_share` of rollouts turned into stops).
 
 `policy_only` names a model checkpoint: its encoder and decoder are kept as they are (frozen), its
 policy is trained further for `policy_epochs` (the VAE stage is skipped; its facts and loss history
@@ -67,6 +69,9 @@ class MVAETrainConfig:
     skate_weight: float = 0.0     # the policy's: feet within 2 cm of the floor sliding, or sunk (m/s, m)
     jerk_weight: float = 0.0      # the policy's: the pose's third difference against the data's
     style_weight: float = 0.0     # the policy's: the style classifier's cross-entropy on the decoded frames
+    still_weight: float = 0.0     # the policy's: root and foot motion above the data's while commanded to stand
+    idle_share: float = 0.0       # share of each policy batch drawn from windows that end standing
+    stop_share: float = 0.0       # share of policy rollouts made stops (standing command from the first target)
     policy_rollout: int = 0       # frames per policy rollout (0: `rollout`)
     policy_only: str | None = None  # a model checkpoint: keep its encoder and decoder, train its policy on
     lr: float = 5e-4              # Adam, decayed linearly to lr_final within each stage
@@ -95,7 +100,8 @@ class MVAETrainConfig:
             return LossWeights(self.kl_weight, self.foot_weight, self.acceleration_weight, self.velocity_weight)
         foot = self.foot_weight if self.policy_foot_weight < 0 else self.policy_foot_weight
         return LossWeights(self.kl_weight, foot, self.acceleration_weight, self.velocity_weight,
-                           skate=self.skate_weight, jerk=self.jerk_weight, style=self.style_weight)
+                           skate=self.skate_weight, jerk=self.jerk_weight, style=self.style_weight,
+                           still=self.still_weight)
 
     def rollout_length(self, stage: str) -> int:
         return self.policy_rollout if stage == "policy" and self.policy_rollout > 0 else self.rollout
@@ -188,7 +194,7 @@ def _run_epoch(session: Session, stage: str, stop, started: float) -> bool:
                                 train_encoder=session.epoch >= config.decoder_only_epochs)
         else:
             share = (session.epoch - config.vae_epochs + fraction) / max(config.policy_epochs, 1)
-            terms = policy_rollout(model, session.tensors, rows, weights)
+            terms = policy_rollout(model, session.tensors, rows, weights, stop_share=config.stop_share)
         for group in optimizer[stage].param_groups:
             group["lr"] = lr_at(config, share)
         loss = terms["total"]
