@@ -115,3 +115,23 @@ def joint_targets(world_rot, parents, joints, inverse_reference, out):
             q3 = r0 * z + r1 * y - r2 * x + r3 * w
             norm = max(math.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3), 1e-12)
             out[b, n, 0], out[b, n, 1], out[b, n, 2], out[b, n, 3] = q0 / norm, q1 / norm, q2 / norm, q3 / norm
+
+
+@njit
+def hold_targets(qpos, qvel, positions, rotations, push, root_kp, dt, move, turn, hold):
+    """`hold` [n, 6]: the hold's force (world) and torque (the hips' frame, without the spin's damping
+    term) on the free joint for each of a tick's n substeps, toward the hips' target `positions` [n, 3]
+    and `rotations` [n, 4] from where the hips will be then (now, `qpos`, plus their velocity `qvel`
+    times the substep's time from the tick's start; `move`, `turn`: the free joint's first translation
+    and rotation dof), plus `push` (the damping times the target's velocity); as numpy did it in
+    `PhysicsTracker._substeps`, term by term."""
+    substeps = positions.shape[0]
+    hips = (qpos[3], qpos[4], qpos[5], qpos[6])
+    for k in range(substeps):
+        ahead = dt * k / substeps
+        for c in range(3):
+            hold[k, c] = root_kp[c] * (positions[k, c] - qpos[c] - ahead * qvel[move + c]) + push[c]
+        w, x, y, z = _inverse_times_of(hips, rotations[k])
+        spin = _expmap(w, x, y, z)
+        for c in range(3):
+            hold[k, 3 + c] = root_kp[3 + c] * (spin[c] - ahead * qvel[turn + c])

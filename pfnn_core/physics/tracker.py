@@ -35,17 +35,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from pfnn_core.math.quat import (
-    inverse_terms,
-    quat_inv,
-    quat_mul_terms,
-    quat_to_expmap,
-    vector_length,
-)
+from pfnn_core.math.quat import quat_inv, vector_length
 from pfnn_core.physics.body import PhysicsBody
 from pfnn_core.physics.events import MAX_IMPULSE
 from pfnn_core.physics.landing import LandingHold
-from pfnn_core.physics.servo_targets import joint_targets, substep_targets
+from pfnn_core.physics.servo_targets import hold_targets, joint_targets, substep_targets
 from pfnn_core.physics.settings import PhysicsSettings
 
 log = logging.getLogger(__name__)
@@ -320,20 +314,18 @@ class PhysicsTracker:
         (a heel corner leaving the floor for one substep) as no force at all."""
         body, model = self.body, self.body.model
         springs, joint_dofs, root = body.spring_slice, body.dof_slice, body.root_dofs
-        move_dofs, turn_dofs = slice(root[0], root[0] + 3), slice(root[3], root[3] + 3)
         qpos, qvel, qfrc, spring = data.qpos, data.qvel, data.qfrc_applied, model.qpos_spring
         substeps = len(targets.springs)
-        ahead = dt * np.arange(substeps)[:, None] / substeps  # [n, 1] s from the tick's start
-        forces = body.root_kp[0:3] * (targets.positions - qpos[0:3] - ahead * qvel[move_dofs]) + targets.push
-        # the turn to each substep's target and the spin's damping term in the hips' frame at the tick's start
-        hips = qpos[3:7].copy()
-        turns = quat_to_expmap(quat_mul_terms(inverse_terms(hips), targets.rotations)) - ahead * qvel[turn_dofs]
+        # each substep's force and torque on the free joint's six dofs (compiled), one write per substep; the
+        # turn to each substep's target and the spin's damping term in the hips' frame at the tick's start
+        hold = np.empty((substeps, 6))
+        hold_targets(qpos, qvel, targets.positions, targets.rotations, targets.push, body.root_kp, dt, int(root[0]),
+                     int(root[3]), hold)
         inverse, spin = np.zeros(4), np.zeros(3)
-        mujoco.mju_negQuat(inverse, hips)
+        mujoco.mju_negQuat(inverse, qpos[3:7])
         mujoco.mju_rotVecQuat(spin, targets.spin, inverse)
-        torques = body.root_kp[3:6] * turns + spin
-        hold = np.empty((substeps, 6))  # each substep's force and torque on the free joint's six dofs, one write
-        hold[:, 0:3], hold[:, 3:6] = forces, torques
+        hold[:, 3:6] += spin
+        forces = hold[:, 0:3]
         hold_dofs = slice(root[0], root[0] + 6)
         # each joint also carries what hangs from it (MuJoCo's bias forces at the tick's start: gravity and
         # the motion's own inertial forces, as a muscle would), so the springs only correct
