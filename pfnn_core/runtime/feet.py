@@ -2,7 +2,8 @@
 
 `place_feet` takes the pose before the feet (`pose.Pose`) and gives what is shown (`PlacedFeet`): a
 planted foot joint pinned (`ik.update_lock`; released relative to the body, or in a catch-up step when
-the body has left it behind), after a stop the settling steps (`settle.py`), a free foot swinging fast
+the body has left it behind: at least `catch_up_time` long while the other foot stands with room on its
+leash, `_slow_step_room`), after a stop the settling steps (`settle.py`), a free foot swinging fast
 held up off the floor, a foot out of the leg's reach pulled in (its heel turned up about a held toe in a
 walk), contact joints kept on or above their floor levels, and the legs turned to reach their goals
 (two-bone IK, the foot turned toward its toe's goal), then forward kinematics of the solved pose.
@@ -25,12 +26,13 @@ from pfnn_core.math.mat3 import njit
 from pfnn_core.runtime import ik, settle
 from pfnn_core.runtime.pose import Pose, SkeletonPlan, _forward_kinematics
 from pfnn_core.runtime.reach import _lift_swinging_feet, _within_reach
-from pfnn_core.runtime.release import release_rate
+from pfnn_core.runtime.release import catch_up_path, release_rate
 
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
 RELEASE_LIFT = 0.02  # m: a spring release's horizontal part runs at full rate once the shown joint is this high
 AIRBORNE_HEIGHT = 0.02  # m: a foot with a joint this close to its floor level stands on the floor
+CATCH_UP_ROOM = 0.5  # share of the leash a standing foot's pin may be from the network's foot for a slow catch-up step
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
 
@@ -45,6 +47,8 @@ class FootRules(NamedTuple):
     snap_height: float  # m: a new pin this close to the floor level is brought onto it
     snap_keep: float  # share of that gap kept per tick
     catch_up_height: float  # m: lift of a catch-up step; < 0: no catch-up steps (a pin is dragged instead)
+    catch_up_time: float  # s: the shortest catch-up step (0: `release_time`, as a release fade)
+    smooth_catch_up: bool  # a catch-up step leaves its pin at rest on a minimum-jerk path (`release.catch_up_path`)
     swing_clearance: float  # m: a free fast foot's toe is held this high above its floor level
     one_foot_down: bool  # a foot is lifted (catch-up step, swing lift) only while the other foot holds a pin
     floor_on: bool  # contact joints kept at or above their floor levels
@@ -187,7 +191,9 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
                 step_height = -1.0  # the other foot is up: this one is dragged on its leash, it does not step
             pin = ik.update_lock(mat3.load3(before.target[b], s), before.weight[b, s], before.active[b, s],
                                  mat3.load3(before.offset[b], s), foot, inputs.contacts[b, s] > rules.threshold,
-                                 rules.release_time, rules.dt, rules.release_distance,
+                                 rules.catch_up_time if before.stepping[b, s] and rules.catch_up_time > 0.0
+                                 and _slow_step_room(b, s, rules, plan, inputs, locks, foot_pos)
+                                 else rules.release_time, rules.dt, rules.release_distance,
                                  plan.floor_heights[s] if rules.has_floor else no_floor,
                                  rules.start_height, rules.snap_height, rules.snap_keep, before.stepping[b, s],
                                  step_height, mat3.load3(before.velocity[b], s),
@@ -197,7 +203,11 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
             locks.weight[b, s], locks.active[b, s], locks.stepping[b, s] = pin.weight, pin.active, pin.stepping
             mat3.store3(locks.offset[b], s, pin.offset)
             mat3.store3(locks.velocity[b], s, pin.velocity)
-            mat3.store3(goals, s, pin.shown)
+            shown = pin.shown
+            if rules.smooth_catch_up and pin.stepping:  # from the pin (`target` while stepping), at rest
+                landing = mat3.add(foot, mat3.scale(pin.offset, -ik.CATCH_UP_LEAD))
+                shown = catch_up_path(pin.target, landing, pin.weight, max(rules.catch_up_height, 0.0))
+            mat3.store3(goals, s, shown)
             pull[s] = 1.0 if pin.active or pin.stepping else mat3.smoothstep(pin.weight)
         else:
             mat3.store3(locks.target[b], s, foot)
@@ -229,6 +239,25 @@ def _other_foot_down(b, s, rules, plan, inputs, locks):
     for other in (first, first + 1):
         lowest = min(lowest, inputs.shown_before[b, plan.contact_joints[other], 1] - plan.floor_heights[other])
     return lowest < AIRBORNE_HEIGHT
+
+
+@njit
+def _slow_step_room(b, s, rules, plan, inputs, locks, foot_pos):
+    """Whether a catch-up step of slot `s` may take `catch_up_time` this tick: the other foot stands on the
+    floor (`_other_foot_down`) with its pins within CATCH_UP_ROOM of their leash from the network's
+    joints. Else it goes on at the release time's pace: a foot that the network lifts, or whose pin
+    the body is leaving behind, would leave the floor while this one is still up (both feet up), or be
+    dragged on its leash (it may not step until this one lands)."""
+    if not _other_foot_down(b, s, rules, plan, inputs, locks):
+        return False
+    first = 2 if s < 2 else 0
+    for other in (first, first + 1):
+        if inputs.locks.active[b, other]:
+            gap = math.hypot(inputs.locks.target[b, other, 0] - foot_pos[other, 0],
+                             inputs.locks.target[b, other, 2] - foot_pos[other, 2])
+            if gap > CATCH_UP_ROOM * rules.release_distance:
+                return False
+    return True
 
 
 @njit
@@ -350,6 +379,7 @@ def foot_rules(settings, dt: float) -> FootRules:
         start_height=float(settings.lock_start_height), snap_height=float(settings.floor_snap_height),
         snap_keep=float(ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt))),
         catch_up_height=float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
+        catch_up_time=float(settings.catch_up_time), smooth_catch_up=bool(settings.smooth_catch_up),
         swing_clearance=float(settings.swing_clearance) if settings.ik_enabled else 0.0,
         one_foot_down=bool(settings.one_foot_down),
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,

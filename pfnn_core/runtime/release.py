@@ -5,8 +5,14 @@ damped spring started with the velocity that keeps the joint where its pin held 
 leaves the pin with no jump in its velocity; the smoothstep fade it replaces set the joint moving at
 the network joint's speed in the release tick (an acceleration spike). Its horizontal part can be held
 back while the shown joint is on the floor (`release_lift`), where moving it counts as a slide.
+
+Also the smooth catch-up step (`catch_up_path`, `smooth_catch_up`): a pinned foot the body has left
+behind steps from its pin, at rest, to its landing ahead of the network's foot along a minimum-jerk
+path, lifted by a bump that starts and ends level.
 """
 from __future__ import annotations
+
+import math
 
 from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
@@ -14,6 +20,30 @@ from pfnn_core.math.springs import decay_offset
 
 RELEASE_DONE = 2e-4  # m: a released pin's spring offset (and its motion per tick) below this has rejoined the network's joint
 RELEASE_FLOOR_SHARE = 0.25  # share of the spring release's horizontal rate while the shown joint is on the floor
+
+
+@njit
+def minimum_jerk(t):
+    """10 t^3 - 15 t^4 + 6 t^5 of t clipped to [0, 1]: 0 to 1 with no velocity or acceleration at either end."""
+    t = min(max(t, 0.0), 1.0)
+    return t * t * t * (10.0 + t * (-15.0 + 6.0 * t))
+
+
+@njit
+def catch_up_path(start, landing, weight, height):
+    """Where a foot joint in a smooth catch-up step is shown: from `start` (its pin, in the world) toward
+    `landing` (moving with the network's foot) by the minimum-jerk ease of the step's progress
+    1 - `weight`, lifted by height * sin^2(pi * progress). The step `ik.step_shown` plays moves the pin
+    with the network's foot from the first tick (the joint jumps from rest to that speed) and lifts it
+    by height * sin(pi * progress) (it leaves and meets the floor at pi * height / duration, 0.4-0.8 m/s):
+    two one-tick jumps in its velocity, each a burst of acceleration noise. Here the joint leaves its
+    pin at rest, meets the landing at the network foot's own velocity, and rises and lands level; the
+    ends are the same (the pin at progress 0, the landing at 1)."""
+    progress = 1.0 - min(max(weight, 0.0), 1.0)
+    ease = minimum_jerk(progress)
+    lift = height * math.sin(math.pi * progress) ** 2
+    shown = mat3.lerp(start, landing, ease)
+    return (shown[0], shown[1] + lift, shown[2])
 
 
 def release_rate(pin_release_time: float) -> float:
