@@ -78,6 +78,26 @@ def test_a_narrow_panel_shortens_the_style_headers_and_cuts_no_number(viewer):
     viewer.run_frames(1)
 
 
+@pytest.mark.parametrize("width", [260, 430])  # the panel's narrowest and its widest default
+def test_no_widget_of_any_section_runs_past_the_panels_edge(viewer, width):
+    from app.ui.panel import SECTIONS, SHOWN_WHEN
+
+    state = viewer.state
+    state.show_panel, state.panel_width = True, width
+    past = {}
+    for title, _ in SECTIONS:
+        if not SHOWN_WHEN.get(title, lambda _: True)(state):
+            continue
+        state.open_sections = (title,)
+        state.field_rects.clear()
+        viewer.run_frames(2)
+        right = state.field_rects["panel"][2] - 12 + 1  # the panel's inner edge (its padding), a pixel's rounding
+        past.update({f"{title}: {name}": rect[2] - right for name, rect in state.field_rects.items()
+                     if name not in ("panel", "keys_hint") and rect[2] > right})
+    state.panel_width, state.open_sections = 0, ()
+    assert past == {}  # labels, buttons and fields: each whole (on its own line where the line is too short)
+
+
 def test_the_style_headers_shorten_only_when_the_names_would_lose_their_room():
     cells = [("30.0", "1.00", "2.50")]
     def width(text):

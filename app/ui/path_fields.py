@@ -12,6 +12,7 @@ from app.ui.file_browser import open_browser
 from app.ui.widgets import remember_rect
 
 LABEL_WIDTH = 96  # the label column of path fields
+MIN_FIELD = 110  # px: a path field narrower than this shows too little of its path (it goes under its label)
 
 # Path fields: id -> (panel attribute of ViewerState, field, what the browser lists, choosing a new file?)
 PATH_FIELDS = {
@@ -49,13 +50,15 @@ def path_field(state, field_id: str, label: str, button: str = "") -> bool:
     selects the whole path, so typing replaces it (Ctrl+A selects all too)."""
     panel_name, attribute, kind, save = PATH_FIELDS[field_id]
     panel = getattr(state, panel_name)
-    imgui.align_text_to_frame_padding()
-    imgui.text(label)
-    imgui.same_line(LABEL_WIDTH)
     style = imgui.get_style()
     buttons = imgui.calc_text_size("...").x + 2 * style.frame_padding.x
     if button:
         buttons += imgui.calc_text_size(button).x + 2 * style.frame_padding.x + style.item_spacing.x
+    imgui.align_text_to_frame_padding()
+    imgui.text(label)
+    beside = imgui.get_content_region_avail().x - LABEL_WIDTH - buttons - style.item_spacing.x
+    if imgui.calc_text_size(label).x + style.item_spacing.x <= LABEL_WIDTH and beside >= MIN_FIELD:
+        imgui.same_line(LABEL_WIDTH)  # else (a narrow panel, a long label) the field gets the line below
     imgui.set_next_item_width(-(buttons + style.item_spacing.x))
     value = getattr(panel, attribute)
     entered, value = imgui.input_text(f"##{field_id}", value, imgui.InputTextFlags_.auto_select_all |

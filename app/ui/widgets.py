@@ -1,6 +1,7 @@
 """Small widgets the panel's sections share: tooltips, a one-line error with the details in its tooltip,
-dim notes, a slider with its value beside it, the record / stop button, and the screen rectangles of
-named widgets (`state.field_rects`, which the tests click)."""
+dim notes, labels and buttons that move to their own line rather than be cut off, a slider with its
+value beside it, the record / stop button, and the screen rectangles of named widgets
+(`state.field_rects`, which the tests click)."""
 
 
 from imgui_bundle import imgui
@@ -14,6 +15,37 @@ def remember_rect(state, name: str) -> None:
     """Note the screen rectangle of the last widget under `name` (`state.field_rects`)."""
     low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
     state.field_rects[name] = (low.x, low.y, high.x, high.y)
+
+
+MIN_WIDGET = 80  # px: a slider, combo or field narrower than this is hard to use
+
+
+def fit_label(text: str, widget_id: str, note: str = "") -> str:
+    """The imgui label for a widget drawn next: `text` beside it (right, imgui's way) where widget and
+    label fit the line at the current item width; else `text` (and a dim `note`) on a line of its own
+    and the widget the line's whole width, so a narrow panel cuts no label off."""
+    width = max(imgui.calc_item_width(), MIN_WIDGET)
+    spacing = imgui.get_style().item_inner_spacing.x
+    if width + spacing + imgui.calc_text_size(f"{text}  {note}" if note else text).x <= imgui.get_content_region_avail().x:
+        return f"{text}##{widget_id}"
+    imgui.text(text)
+    if note:
+        imgui.same_line()
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), note)
+    imgui.set_next_item_width(-1)
+    return f"##{widget_id}"
+
+
+def same_line_if_fits(next_text: str) -> bool:
+    """`imgui.same_line()` when a button labelled `next_text` still fits right of the last item, else
+    the button goes on the next line (a narrow panel cuts no button off); returns whether it fitted."""
+    style = imgui.get_style()
+    needed = imgui.calc_text_size(next_text.split("##")[0]).x + 2 * style.frame_padding.x + style.item_spacing.x
+    right = imgui.get_cursor_screen_pos().x + imgui.get_content_region_avail().x  # the line's right edge
+    fits = imgui.get_item_rect_max().x + needed <= right
+    if fits:
+        imgui.same_line()
+    return fits
 
 
 def tooltip(text: str) -> None:
@@ -49,8 +81,19 @@ def dim_line(text: str) -> None:
 
 def labelled_slider(state, name: str, label: str, value: float, low: float, high: float,
                      text: str, width: float) -> tuple[bool, float]:
-    """A slider with its value written beside it, where the grab can never cover it."""
-    imgui.set_next_item_width(width)
+    """A slider with its value written beside it, where the grab can never cover it; the slider narrows
+    (to `MIN_WIDGET`) so that value and label fit the line, and the label goes above it where even that
+    is too little."""
+    style = imgui.get_style()
+    beside = max(imgui.calc_text_size(text.format(v)).x for v in (low, high)) + style.item_spacing.x
+    if label:
+        beside += imgui.calc_text_size(label).x + style.item_spacing.x
+    avail = imgui.get_content_region_avail().x
+    if label and avail - beside < MIN_WIDGET:
+        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), label)
+        beside -= imgui.calc_text_size(label).x + style.item_spacing.x
+        label = ""
+    imgui.set_next_item_width(max(MIN_WIDGET, min(width, avail - beside)))
     changed, value = imgui.slider_float(f"##{name}", value, low, high, "")
     remember_rect(state, name)
     imgui.same_line()
@@ -59,6 +102,7 @@ def labelled_slider(state, name: str, label: str, value: float, low: float, high
     if label:
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), label)
+        remember_rect(state, f"{name}_label")
     return changed, value
 
 

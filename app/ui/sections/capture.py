@@ -7,7 +7,7 @@ from app.ui import messages
 from app.ui.path_fields import path_field
 from app.ui.state import VIDEO_SIZES
 from app.ui.theme import OK_COLOUR
-from app.ui.widgets import error_line, recording_button, tooltip
+from app.ui.widgets import error_line, fit_label, recording_button, same_line_if_fits, tooltip
 
 
 def capture_section(state) -> None:
@@ -15,7 +15,7 @@ def capture_section(state) -> None:
     path_field(state, "capture_dir", "Folder")
     if imgui.button(f"Screenshot ({keys.keys_label(keys.control('screenshot'))})"):
         state.request("save_screenshot")
-    imgui.same_line()
+    same_line_if_fits(f"Record video ({keys.keys_label(keys.control('toggle_video'))})")
     recording_button(state, " video", "toggle_video", "video", capture.video_recording, capture.video_frames)
     video_size_choice(capture)
     if capture.message:
@@ -31,7 +31,7 @@ def video_size_choice(capture) -> None:
     labels[0] += " (half: drawn on the CPU)" if capture.auto_is_half else " (window size)"
     index = choices.index(capture.video_size) if capture.video_size in choices else 0
     imgui.set_next_item_width(220)
-    changed, index = imgui.combo("Video size", index, labels)
+    changed, index = imgui.combo(fit_label("Video size", "video_size"), index, labels)
     if changed:
         capture.video_size = choices[index]
     tooltip("The size of the next video. Half size halves the encoder's work: on a machine without a GPU "

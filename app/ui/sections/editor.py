@@ -167,11 +167,13 @@ def editor_section(state) -> None:
     kinds = list(edit.KINDS)
     _, kind_index = imgui.combo("transition", kinds.index(panel.kind) if panel.kind in kinds else 0, kinds)
     panel.kind = kinds[kind_index]
-    imgui.same_line()
+    if imgui.get_content_region_avail().x > 2 * 130 + 120:  # the seconds beside the kind where both fit
+        imgui.same_line()
     _, panel.seconds = imgui.slider_float("s##seconds", panel.seconds, 0.05, 1.0, "%.2f")
     _, panel.match_phase = imgui.checkbox("match phase", panel.match_phase)
     if panel.match_phase:
-        imgui.same_line()
+        if imgui.get_content_region_avail().x > 2 * 130 + 140:
+            imgui.same_line()
         _, panel.search_seconds = imgui.slider_float("search (s)", panel.search_seconds, 0.0, 1.5, "%.2f")
     imgui.pop_item_width()
     if imgui.button("Preview"):

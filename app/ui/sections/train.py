@@ -6,7 +6,7 @@ from imgui_bundle import imgui, implot
 
 from app.ui.path_fields import path_field
 from app.ui.theme import HIGHLIGHT_COLOUR, TRAIN_COLOUR, VALIDATION_COLOUR
-from app.ui.widgets import dim_line, error_line, remember_rect, tooltip
+from app.ui.widgets import dim_line, error_line, fit_label, remember_rect, same_line_if_fits, tooltip
 
 PHASE_FUNCTIONS = ("cubic", "rbf")
 
@@ -73,14 +73,15 @@ def train_section(state) -> None:
         tooltip("Empty: the resumable checkpoint saved next to 'Save to'")
     imgui.push_item_width(170)
     index = PHASE_FUNCTIONS.index(train.phase_function) if train.phase_function in PHASE_FUNCTIONS else 0
-    _, index = imgui.combo("Phase function", index, list(PHASE_FUNCTIONS))
+    _, index = imgui.combo(fit_label("Phase function", "phase_function"), index, list(PHASE_FUNCTIONS))
     train.phase_function = PHASE_FUNCTIONS[index]
     if train.phase_function == "rbf":
-        _, train.kernels = imgui.slider_int("Kernels", train.kernels, 2, 16)
-        _, train.beta = imgui.slider_float("Beta", train.beta, 0.5, 64.0, "%.1f")
-    _, train.hidden = imgui.slider_int("Hidden size", train.hidden, 32, 1024)
-    _, train.epochs = imgui.slider_int("Epochs", train.epochs, 1, 200)
-    _, train.learning_rate = imgui.input_float("Learning rate", train.learning_rate, 0.0, 0.0, "%.1e")
+        _, train.kernels = imgui.slider_int(fit_label("Kernels", "kernels"), train.kernels, 2, 16)
+        _, train.beta = imgui.slider_float(fit_label("Beta", "train_beta"), train.beta, 0.5, 64.0, "%.1f")
+    _, train.hidden = imgui.slider_int(fit_label("Hidden size", "hidden"), train.hidden, 32, 1024)
+    _, train.epochs = imgui.slider_int(fit_label("Epochs", "epochs"), train.epochs, 1, 200)
+    _, train.learning_rate = imgui.input_float(fit_label("Learning rate", "learning_rate"), train.learning_rate,
+                                               0.0, 0.0, "%.1e")
     imgui.pop_item_width()
     imgui.end_disabled()
     _, train.auto_swap = imgui.checkbox("Use the model when training finishes", train.auto_swap)
@@ -90,11 +91,11 @@ def train_section(state) -> None:
     else:
         if imgui.button("Start"):
             state.request("start_training", {"resume": False})
-        imgui.same_line()
+        same_line_if_fits("Resume")
         if imgui.button("Resume"):
             state.request("start_training", {"resume": True})
     if train.result_path and not train.running:
-        imgui.same_line()
+        same_line_if_fits("Use this model")
         if imgui.button("Use this model"):
             state.request("load_model", train.result_path)
     if train.running:

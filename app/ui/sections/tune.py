@@ -8,39 +8,26 @@ from imgui_bundle import imgui
 
 from app.ui.state import reset_settings
 from app.ui.theme import DIM_COLOUR
-from app.ui.widgets import remember_rect, tooltip
+from app.ui.widgets import fit_label, remember_rect, tooltip
 from pfnn_core.runtime.settings import RuntimeSettings, tunable_fields
 
 KIND_SECTION_FIELDS = ("matching_", "variation")  # names (prefixes) shown by the Matching and Motion VAE sections
-
-
-MIN_WIDGET = 80  # px: a slider or combo narrower than this is hard to drag
-
-
-def label_would_be_cut(text: str) -> bool:
-    """Whether a widget of the current item width with `text` beside it overflows the panel's line."""
-    width = imgui.calc_item_width()
-    spacing = imgui.get_style().item_inner_spacing.x
-    return max(width, MIN_WIDGET) + spacing + imgui.calc_text_size(text).x > imgui.get_content_region_avail().x
 
 
 def setting_widget(settings: RuntimeSettings, field_: dataclasses.Field) -> bool:
     """One widget for one settings field, chosen from its type and metadata; writes the value back."""
     meta = field_.metadata
     name = meta.get("label", field_.name)
-    label = f"{name}##{field_.name}"
     value = getattr(settings, field_.name)
     # beta's range is the loaded model's (around its trained value): said beside it
     note = "{:g}-{:g}".format(*settings.limits(field_.name)) if field_.name == "beta" else ""
-    if not isinstance(value, bool) and label_would_be_cut(f"{name}  {note}"):
-        imgui.text(name)  # a narrow panel: the label on its own line, the widget under it
-        if note:
-            imgui.same_line()
-            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), note)
+    if isinstance(value, bool):
+        label = f"{name}##{field_.name}"
+    else:
+        label = fit_label(name, field_.name, note)
+        if label.startswith("##"):  # the label and note went on the line above
+            tooltip(meta.get("help", ""))
             note = ""
-        tooltip(meta.get("help", ""))
-        label = f"##{field_.name}"
-        imgui.set_next_item_width(-1)
     if isinstance(value, bool):
         changed, value = imgui.checkbox(label, value)
     elif "choices" in meta:
