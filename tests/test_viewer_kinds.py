@@ -16,6 +16,7 @@ from app.render.overlays import FORCE_SCALE, GROUND_LIFT, foot_force_geometry, g
 from app.render.scene import SceneFrame, drawn_bones, lerp
 from app.sources.physics import PUSH_IMPULSE, push_impulse
 from app.ui.sections.matching import playing_lines
+from app.ui.sections.mvae import curves_of
 from pfnn_core.drive.cli import parse_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,10 +152,30 @@ def test_the_motion_vae_section_draws_its_latent_path_and_the_variation_slider_s
     np.testing.assert_allclose(np.linalg.svd(panel.path - panel.path.mean(0), compute_uv=False), top_two, rtol=1e-6)
     assert panel.active_dimensions == model.active_dimensions and panel.latent_size == model.config.latent_size
     assert {"variation", "latent_path"} <= set(viewer.state.field_rects)
+    stored = model.card.extra["loss_history"]  # the shipped model's curves as its file holds them
+    assert curves_of(panel.loss_history, "policy") == stored["val"]["policy"] and len(stored["val"]["policy"]) >= 4
+    panel_rect = viewer.state.field_rects["panel"]
+    for _ in range(30):  # below the window's bottom: the wheel scrolls the panel, over the curves too
+        if "loss_terms_policy" in viewer.state.field_rects:
+            break
+        viewer.window.dispatch_event("on_mouse_motion", (panel_rect[0] + panel_rect[2]) / 2, 60, 0, 0)
+        viewer.window.dispatch_event("on_mouse_scroll", (panel_rect[0] + panel_rect[2]) / 2, 60, 0, -1)
+        viewer.run_frames(2)
+    plots = [viewer.state.field_rects.get(f"loss_terms_{stage}") for stage in ("vae", "policy")]
+    assert all(plot is not None and plot[3] - plot[1] >= 100 for plot in plots)  # both plots drawn, full height
     assert viewer.state.settings.variation == 0.0
     _slider_click(viewer, "variation", 0.75)
     assert viewer.state.settings.variation == pytest.approx(0.75, abs=0.08)
     viewer.state.settings.variation = 0.0
+
+
+def test_the_training_curves_are_the_held_out_ones_per_term_and_leave_out_what_a_log_axis_cannot_show():
+    history = {"vae": {"total": [3.0, 2.0], "kl": [0.0, 0.0]},
+               "val": {"vae": {"total": [2.5, 1.5], "kl": [0.0, 0.0], "foot": [0.1, float("nan")]}},
+               "policy": {"total": [1.0, 0.5]}}
+    assert curves_of(history, "vae") == {"total": [2.5, 1.5], "foot": [0.1, pytest.approx(np.nan, nan_ok=True)]}
+    assert curves_of(history, "policy") == {"total": [1.0, 0.5]}  # no held-out curve: the training one
+    assert curves_of({}, "vae") == {}
 
 
 def _kinematic_run(viewer, ticks, mode):

@@ -24,6 +24,7 @@ def mvae_readout(panel, model, trail) -> None:
     panel.latent_size = int(model.config.latent_size)
     panel.active_dimensions = int(model.active_dimensions)
     panel.kl_per_dim = model.kl_per_dim
+    panel.loss_history = model.loss_history()
     if trail is not None:
         panel.path = trail.path()
 

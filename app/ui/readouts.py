@@ -1,6 +1,6 @@
 """What the panel shows of the running model kind and of the physics, one panel object each (parts of
 `ViewerState`): `MatchingPanel` (the clip and frame a motion-matching model plays, its last search),
-`MVAEPanel` (a motion VAE's latent path and active dimensions) and `PhysicsPanel` (off / on / both, the
+`MVAEPanel` (a motion VAE's latent path, active dimensions and training curves) and `PhysicsPanel` (off / on / both, the
 physics settings the tracker reads, the last tick's figures). The viewer fills them every frame
 (`app.sources.readouts`); the sections only read them and write the settings and the mode."""
 
@@ -23,6 +23,7 @@ class MVAEPanel:
     latent_size: int = 0
     active_dimensions: int = 0
     kl_per_dim: np.ndarray = field(default_factory=lambda: np.zeros(0))  # nats per latent dimension (held out)
+    loss_history: dict = field(default_factory=dict)  # `MVAEModel.loss_history()`: the training's curves per term
 
 
 @dataclass
