@@ -169,6 +169,27 @@ def test_the_motion_vae_section_draws_its_latent_path_and_the_variation_slider_s
     viewer.state.settings.variation = 0.0
 
 
+def test_the_wheel_over_a_plot_of_the_panel_scrolls_the_panel(viewer):
+    _use(viewer, "mvae", ("Motion VAE",))
+    viewer.run_frames(4)
+    rects, height = viewer.state.field_rects, viewer.window.height
+    for plot in ("latent_path", "loss_terms_vae", "loss_terms_policy"):
+        for _ in range(30):  # the wheel anywhere over the panel (over the plot when it is in view) until it is
+            x0, y0, x1, y1 = rects.get(plot, (rects["panel"][0], height, rects["panel"][2], height))
+            if y0 > 40 and y1 < height - 40:
+                break
+            viewer.window.dispatch_event("on_mouse_motion", (x0 + x1) / 2, 30, 0, 0)
+            viewer.window.dispatch_event("on_mouse_scroll", (x0 + x1) / 2, 30, 0, -1 if y1 >= height - 40 else 1)
+            viewer.run_frames(2)
+        x0, y0, x1, y1 = rects[plot]
+        viewer.window.dispatch_event("on_mouse_motion", (x0 + x1) / 2, height - (y0 + y1) / 2, 0, 0)  # pyglet's y is up
+        viewer.run_frames(1)
+        before = rects[plot][1]
+        viewer.window.dispatch_event("on_mouse_scroll", (x0 + x1) / 2, height - (y0 + y1) / 2, 0, -1)
+        viewer.run_frames(2)
+        assert rects[plot][1] < before - 10, plot  # the panel moved up under the mouse, the plot did not zoom
+
+
 def test_the_training_curves_are_the_held_out_ones_per_term_and_leave_out_what_a_log_axis_cannot_show():
     history = {"vae": {"total": [3.0, 2.0], "kl": [0.0, 0.0]},
                "val": {"vae": {"total": [2.5, 1.5], "kl": [0.0, 0.0], "foot": [0.1, float("nan")]}},
