@@ -39,6 +39,20 @@ def test_the_schedules_follow_the_config():
 
 
 @pytest.mark.slow
+def test_each_epochs_report_is_that_epochs_number_stage_and_held_out_loss_per_term(tmp_path):
+    seen = []
+    config = _tiny(tmp_path, vae_epochs=2, policy_epochs=1, batches_per_epoch=4)
+    train(config, progress=seen.append)
+    epochs = [info for info in seen if info["event"] == "epoch"]
+    history = load_checkpoint(config.out).card.extra["loss_history"]
+    assert [(info["epoch"], info["stage"]) for info in epochs] == [(1, "vae"), (2, "vae"), (3, "policy")]
+    for info, (stage, index) in zip(epochs, [("vae", 0), ("vae", 1), ("policy", 0)]):
+        assert info["train_loss"] == pytest.approx(history[stage]["total"][index])  # the epoch's, not the next one's
+        assert info["terms"] == pytest.approx({term: values[index] for term, values in history["val"][stage].items()})
+    assert set(epochs[2]["terms"]) >= {"total", "reconstruction", "velocity"}
+
+
+@pytest.mark.slow
 def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     stop = threading.Event()
     seen = []

@@ -6,6 +6,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import make_random_checkpoint
 from pyglet.window import key, mouse
@@ -187,6 +188,47 @@ def test_training_start_keeps_the_earlier_model_under_save_to(ui, tmp_path, bvh_
     assert earlier.read_bytes() == b"a better model"
     assert Path(train.out).expanduser() == tmp_path / "mine-2.safetensors"
     assert "mine-2.safetensors" in train.notice and train.error == ""
+
+
+def test_the_train_section_trains_a_motion_vae_and_plots_its_held_out_loss_per_term_live(ui, tmp_path, bvh_dir):
+    import shutil
+
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    for name in ("walk", "run", "walk-turn-left"):  # a real run, on three clips
+        shutil.copy(bvh_dir / f"dataset-2_{name}_normal_001.bvh.gz", folder)
+    state, train = ui.state, ui.state.train
+    state.open_sections = ("Train",)
+    train.kind, train.bvh_dir, train.out = "mvae", str(folder), str(tmp_path / "vae.safetensors")
+    train.hidden, train.epochs, train.policy_epochs = 32, 1, 1
+    state.field_rects.clear()
+    ui.run_frames(2)
+    assert "policy_epochs" in state.field_rects and "phase_function" not in state.field_rects
+    state.request("start_training", {"resume": False})
+    ui.run_frames(1)
+    assert ui.training.running and train.error == ""
+    deadline = time.monotonic() + 240
+    while "vae" not in train.term_loss and time.monotonic() < deadline and ui.training.running:
+        ui.run_frames(5)
+        time.sleep(0.2)
+    panel = state.field_rects["panel"]
+    for _ in range(30):  # the curves are below the fold: the wheel over the panel
+        if "train_terms_vae" in state.field_rects:
+            break
+        ui.window.dispatch_event("on_mouse_motion", (panel[0] + panel[2]) / 2, 100, 0, 0)
+        ui.window.dispatch_event("on_mouse_scroll", (panel[0] + panel[2]) / 2, 100, 0, -1)
+        ui.run_frames(2)
+    job = ui.training.job
+    job.stop()
+    job.join(120)
+    ui.run_frames(2)
+    terms = train.term_loss["vae"]  # the first epoch's held-out losses, one per term of the VAE stage
+    assert set(terms) == {"total", "reconstruction", "kl", "foot", "acceleration"}
+    assert all(len(values) == 1 and np.isfinite(values[0]) and values[0] >= 0 for values in terms.values())
+    assert terms["total"][0] >= terms["reconstruction"][0]  # the total holds the reconstruction and more
+    assert train.epochs_x == [1.0] and train.val_loss == [pytest.approx(terms["total"][0])]
+    assert "train_terms_vae" in state.field_rects and train.error == ""
+    train.kind, state.open_sections = "pfnn", ()
 
 
 # ---- fault 5 and the HUD: paths shown can be typed back; the model's kind ------------------------

@@ -22,11 +22,17 @@ class StoppedEarly(Exception):
     """The stop flag was set before training began (while checking or loading data)."""
 
 
+TRAINED_KINDS = {"pfnn": "PFNN", "mvae": "Motion VAE"}  # kinds the Train section trains (matching is a build)
+
+
 def training_config(form, resume: bool, work_dir):
-    """`pfnn_core.training.config.TrainConfig` from the Train panel (`app.ui.state.TrainPanel`), paths resolved against the
-    work folder; one torch thread so the viewer keeps its frame rate. Raises ValueError saying what is
-    wrong with the form (no BVH files, an output that cannot be written, no resume file)."""
+    """The run's config from the Train panel (`app.ui.state.TrainPanel`): a PFNN's
+    `pfnn_core.training.config.TrainConfig` or a motion VAE's `MVAETrainConfig` (its VAE and policy
+    epochs, hidden size and learning rate from the form, the rest its defaults), paths resolved against
+    the work folder; one torch thread so the viewer keeps its frame rate. Raises ValueError saying what
+    is wrong with the form (no BVH files, an output that cannot be written, no resume file)."""
     from pfnn_core.data.dataset import bvh_paths
+    from pfnn_core.models.mvae.train import MVAETrainConfig
     from pfnn_core.training.config import TrainConfig
     from pfnn_core.training.resume import resume_path_for
 
@@ -49,6 +55,10 @@ def training_config(form, resume: bool, work_dir):
         if not resume_from.is_file():
             raise ValueError(f"nothing to resume: no resumable checkpoint at {resume_from} (a run saves one "
                              f"next to 'Save to' at every epoch and when stopped)")
+    if form.kind == "mvae":
+        return MVAETrainConfig(data=[str(data)], out=str(out), hidden=int(form.hidden), vae_epochs=int(form.epochs),
+                               policy_epochs=int(form.policy_epochs), lr=float(form.learning_rate), threads=1,
+                               resume=str(resume_from) if resume_from else None)
     return TrainConfig(data=[str(data)], out=str(out), hidden_size=int(form.hidden),
                        phase_function=form.phase_function, num_kernels=int(form.kernels), beta=float(form.beta),
                        epochs=int(form.epochs), lr=float(form.learning_rate), threads=1,
@@ -57,11 +67,17 @@ def training_config(form, resume: bool, work_dir):
 
 def run_training(config, progress: Callable[[dict], None], stop: threading.Event):
     """The worker's stages, each stoppable: check the resume file, load the data (the stop flag is
-    read after every file), train. Raises StoppedEarly when stopped before training began."""
+    read after every file), train. Raises StoppedEarly when stopped before training began. A motion VAE
+    loads its own data and checks its own resume file (`pfnn_core.models.mvae.train.train`)."""
+    from pfnn_core.models.mvae.train import MVAETrainConfig
+    from pfnn_core.models.mvae.train import train as train_mvae
     from pfnn_core.training.dataset import load_training_data
     from pfnn_core.training.loop import train
     from pfnn_core.training.resume import resume_config
 
+    if isinstance(config, MVAETrainConfig):
+        progress({"event": "loading", "files_done": 0, "files": None})
+        return train_mvae(config, progress=progress, stop=stop)
     if config.resume:
         progress({"event": "checking", "path": config.resume})
         resume_config(config.resume)  # ValueError when the file holds no training state

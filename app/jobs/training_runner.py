@@ -46,7 +46,7 @@ class TrainingRunner:
         if not resume:
             _keep_earlier_model(train, config)
         if not resume:
-            train.epochs_x, train.train_loss, train.val_loss = [], [], []
+            train.epochs_x, train.train_loss, train.val_loss, train.term_loss = [], [], [], {}
         train.plot_epochs = int(config.epochs)
         self.job = TrainingJob(lambda progress, stop: run_training(config, progress, stop))
         self.job.start()
@@ -90,6 +90,8 @@ def _show_update(train, update: dict, stopping: bool) -> None:
         train.train_loss.append(float(update["train_loss"]))
         if update.get("val_loss") is not None:
             train.val_loss.append(float(update["val_loss"]))
+        for term, value in (update.get("terms") or {}).items():  # a motion VAE's held-out loss per term
+            train.term_loss.setdefault(update.get("stage", ""), {}).setdefault(term, []).append(float(value))
     if update.get("total_steps"):
         train.progress = min(1.0, update.get("step", 0) / update["total_steps"])
         train.eta_s = update.get("eta_s")

@@ -33,6 +33,7 @@ class ModelPanel:
 
 @dataclass
 class TrainPanel:
+    kind: str = "pfnn"  # the model kind the form trains: one of `app.jobs.training.TRAINED_KINDS`
     bvh_dir: str = str(paths.BUNDLED_BVH)
     out: str = "models/viewer_model.safetensors"  # relative paths: in the work folder
     resume_path: str = ""  # resumable checkpoint ("" = the one saved next to `out`)
@@ -40,7 +41,8 @@ class TrainPanel:
     kernels: int = 8
     beta: float = 8.0
     hidden: int = 256
-    epochs: int = 20
+    epochs: int = 20  # a motion VAE's: its VAE stage's
+    policy_epochs: int = 10  # a motion VAE's control policy stage
     learning_rate: float = 1e-3
     auto_swap: bool = False  # a toy run must not replace a good model unasked
     notice: str = ""  # what the run does differently from the form (a new 'Save to' name)
@@ -52,6 +54,7 @@ class TrainPanel:
     epochs_x: list = field(default_factory=list)
     train_loss: list = field(default_factory=list)
     val_loss: list = field(default_factory=list)
+    term_loss: dict = field(default_factory=dict)  # a motion VAE's held-out loss per stage and term: {stage: {term: [per epoch]}}
     plot_epochs: int = 0  # epochs of the run the loss plot shows (the form's value may change since)
     result_path: str = ""
 

@@ -1,10 +1,13 @@
-"""The panel's Train section: the form of a training run (data, output, resume file, the model's shape),
-Start / Resume / Stop, the progress bar and ETA, and the loss plot."""
+"""The panel's Train section: the form of a training run (the model kind, data, output, resume file, the
+model's shape), Start / Resume / Stop, the progress bar and ETA, the loss plot, and for a motion VAE its
+held-out loss per term, live."""
 
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from app.jobs.training import TRAINED_KINDS
 from app.ui.path_fields import path_field
+from app.ui.sections.mvae import curves_of, term_curves
 from app.ui.theme import HIGHLIGHT_COLOUR, TRAIN_COLOUR, VALIDATION_COLOUR
 from app.ui.widgets import dim_line, error_line, fit_label, remember_rect, same_line_if_fits, tooltip
 
@@ -66,20 +69,32 @@ def loss_plot(state) -> None:
 def train_section(state) -> None:
     train = state.train
     imgui.begin_disabled(train.running)
+    kinds = list(TRAINED_KINDS)
+    kind = kinds.index(train.kind) if train.kind in kinds else 0
+    imgui.set_next_item_width(170)
+    _, kind = imgui.combo(fit_label("Model kind", "train_kind"), kind, list(TRAINED_KINDS.values()))
+    remember_rect(state, "train_kind")
+    train.kind = kinds[kind]
     path_field(state, "bvh_dir", "BVH folder")
     path_field(state, "train_out", "Save to")
     path_field(state, "resume", "Resume from")
     if not train.resume_path.strip():
         tooltip("Empty: the resumable checkpoint saved next to 'Save to'")
     imgui.push_item_width(170)
-    index = PHASE_FUNCTIONS.index(train.phase_function) if train.phase_function in PHASE_FUNCTIONS else 0
-    _, index = imgui.combo(fit_label("Phase function", "phase_function"), index, list(PHASE_FUNCTIONS))
-    train.phase_function = PHASE_FUNCTIONS[index]
-    if train.phase_function == "rbf":
+    mvae = train.kind == "mvae"
+    if not mvae:
+        index = PHASE_FUNCTIONS.index(train.phase_function) if train.phase_function in PHASE_FUNCTIONS else 0
+        _, index = imgui.combo(fit_label("Phase function", "phase_function"), index, list(PHASE_FUNCTIONS))
+        remember_rect(state, "phase_function")
+        train.phase_function = PHASE_FUNCTIONS[index]
+    if not mvae and train.phase_function == "rbf":
         _, train.kernels = imgui.slider_int(fit_label("Kernels", "kernels"), train.kernels, 2, 16)
         _, train.beta = imgui.slider_float(fit_label("Beta", "train_beta"), train.beta, 0.5, 64.0, "%.1f")
     _, train.hidden = imgui.slider_int(fit_label("Hidden size", "hidden"), train.hidden, 32, 1024)
-    _, train.epochs = imgui.slider_int(fit_label("Epochs", "epochs"), train.epochs, 1, 200)
+    _, train.epochs = imgui.slider_int(fit_label("VAE epochs" if mvae else "Epochs", "epochs"), train.epochs, 1, 200)
+    if mvae:
+        _, train.policy_epochs = imgui.slider_int(fit_label("Policy epochs", "policy_epochs"), train.policy_epochs, 1, 100)
+        remember_rect(state, "policy_epochs")
     _, train.learning_rate = imgui.input_float(fit_label("Learning rate", "learning_rate"), train.learning_rate,
                                                0.0, 0.0, "%.1e")
     imgui.pop_item_width()
@@ -106,3 +121,5 @@ def train_section(state) -> None:
     dim_line(train.status)
     error_line(train.error)
     loss_plot(state)
+    for stage, title in (("vae", "VAE loss per term (held out)"), ("policy", "Policy loss per term (held out)")):
+        term_curves(state, f"train_terms_{stage}", title, curves_of({"val": train.term_loss}, stage))

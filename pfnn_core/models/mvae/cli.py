@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     def progress(info: dict) -> None:
         if info["event"] == "epoch":
-            print(f"mvae-train: epoch {info['epoch'] - 1}/{info['epochs']} ({info['stage']}) "
+            print(f"mvae-train: epoch {info['epoch']}/{info['epochs']} ({info['stage']}) "
                   f"val {info['val_loss']:.4f} active {info['active_dimensions']} wall {info['wall_s']:.0f} s",
                   file=sys.stderr, flush=True)
 

@@ -313,17 +313,23 @@ class Session:
                     saved["state"].setdefault(int(index), {})[name] = state[key]
             optimizer.load_state_dict(saved)
 
-    def report(self, event: str, wall: float) -> None:
+    def report(self, event: str, wall: float, finished: str = "") -> None:
+        """One progress dict: the batch going on, or (`finished`: its stage) the epoch that just ended,
+        with its number, its stage's training loss and its held-out loss per term."""
         config = self.config
         total = config.epochs * config.batches_per_epoch
         step = self.epoch * config.batches_per_epoch + self.batch
-        stage = "vae" if self.epoch < config.vae_epochs else "policy"
+        if finished:
+            stage, epoch, train_loss = finished, self.epoch, self.history[finished]["total"][-1]
+        else:
+            stage, epoch = ("vae" if self.epoch < config.vae_epochs else "policy"), self.epoch + 1
+            train_loss = self.sums.get("total", 0.0) / max(self.batch, 1)
         history = self.history["val"][stage]["total"] or self.history["val"]["vae"]["total"]
-        self.progress({"event": event, "step": step, "total_steps": total, "epoch": self.epoch + 1,
-                       "epochs": config.epochs, "stage": stage,
-                       "train_loss": self.sums.get("total", 0.0) / max(self.batch, 1),
+        self.progress({"event": event, "step": step, "total_steps": total, "epoch": epoch,
+                       "epochs": config.epochs, "stage": stage, "train_loss": train_loss,
                        "val_loss": history[-1] if history else None, "world_size": 1, "wall_s": wall,
-                       "active_dimensions": active_dimensions(self.kl_per_dim)})
+                       "active_dimensions": active_dimensions(self.kl_per_dim),
+                       "terms": {term: values[-1] for term, values in self.history["val"][stage].items() if values}})
 
     def result(self, wall: float, stopped: bool = False):
         from pfnn_core.training.config import TrainResult

@@ -224,7 +224,7 @@ def _end_epoch(session: Session, stage: str, wall: float) -> None:
             log.warning("mvae: epoch %d: %s", session.epoch, warning)
     session.save_resumable(wall)
     if session.progress:
-        session.report("epoch", wall)
+        session.report("epoch", wall, finished=stage)
 
 
 def resumed_config(path) -> MVAETrainConfig:
