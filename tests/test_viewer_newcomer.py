@@ -228,6 +228,12 @@ def test_the_train_section_trains_a_motion_vae_and_plots_its_held_out_loss_per_t
     assert terms["total"][0] >= terms["reconstruction"][0]  # the total holds the reconstruction and more
     assert train.epochs_x == [1.0] and train.val_loss == [pytest.approx(terms["total"][0])]
     assert "train_terms_vae" in state.field_rects and train.error == ""
+    from app.jobs.training import training_config
+
+    train.hidden, train.epochs = 64, 5  # Resume takes the stopped run's own settings, not the form's
+    resumed = training_config(train, True, tmp_path)
+    assert (resumed.hidden, resumed.vae_epochs, resumed.policy_epochs, resumed.threads) == (32, 1, 1, 1)
+    assert resumed.resume.endswith("vae.resume.safetensors")
     train.kind, state.open_sections = "pfnn", ()
 
 

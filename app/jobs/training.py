@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from app.paths import resolve, resolve_existing, writable_file_problem
@@ -32,7 +32,7 @@ def training_config(form, resume: bool, work_dir):
     the work folder; one torch thread so the viewer keeps its frame rate. Raises ValueError saying what
     is wrong with the form (no BVH files, an output that cannot be written, no resume file)."""
     from pfnn_core.data.dataset import bvh_paths
-    from pfnn_core.models.mvae.train import MVAETrainConfig
+    from pfnn_core.models.mvae.train import MVAETrainConfig, resumed_config
     from pfnn_core.training.config import TrainConfig
     from pfnn_core.training.resume import resume_path_for
 
@@ -55,6 +55,8 @@ def training_config(form, resume: bool, work_dir):
         if not resume_from.is_file():
             raise ValueError(f"nothing to resume: no resumable checkpoint at {resume_from} (a run saves one "
                              f"next to 'Save to' at every epoch and when stopped)")
+    if form.kind == "mvae" and resume_from:  # the stopped run's own settings, as pfnn-train --resume takes them
+        return replace(resumed_config(resume_from), threads=1)
     if form.kind == "mvae":
         return MVAETrainConfig(data=[str(data)], out=str(out), hidden=int(form.hidden), vae_epochs=int(form.epochs),
                                policy_epochs=int(form.policy_epochs), lr=float(form.learning_rate), threads=1,
