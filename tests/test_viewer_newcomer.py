@@ -234,6 +234,9 @@ def test_the_train_section_trains_a_motion_vae_and_plots_its_held_out_loss_per_t
     resumed = training_config(train, True, tmp_path)
     assert (resumed.hidden, resumed.vae_epochs, resumed.policy_epochs, resumed.threads) == (32, 1, 1, 1)
     assert resumed.resume.endswith("vae.resume.safetensors")
+    train.kind = "pfnn"  # the same file resumed as a PFNN: refused at once, the file and its kind named
+    with pytest.raises(ValueError, match=r"vae\.resume\.safetensors: a Motion VAE run's checkpoint"):
+        training_config(train, True, tmp_path)
     train.kind, state.open_sections = "pfnn", ()
 
 

@@ -34,7 +34,7 @@ def training_config(form, resume: bool, work_dir):
     from pfnn_core.data.dataset import bvh_paths
     from pfnn_core.models.mvae.train import MVAETrainConfig, resumed_config
     from pfnn_core.training.config import TrainConfig
-    from pfnn_core.training.resume import resume_path_for
+    from pfnn_core.training.resume import resume_path_for, resumed_kind
 
     if not form.bvh_dir.strip():
         raise ValueError("choose a BVH folder")
@@ -55,6 +55,9 @@ def training_config(form, resume: bool, work_dir):
         if not resume_from.is_file():
             raise ValueError(f"nothing to resume: no resumable checkpoint at {resume_from} (a run saves one "
                              f"next to 'Save to' at every epoch and when stopped)")
+    if resume_from and resumed_kind(resume_from) != form.kind:
+        raise ValueError(f"{resume_from}: a {TRAINED_KINDS.get(resumed_kind(resume_from), resumed_kind(resume_from))} "
+                         f"run's checkpoint; choose that Model kind to resume it")
     if form.kind == "mvae" and resume_from:  # the stopped run's own settings, as pfnn-train --resume takes them
         return replace(resumed_config(resume_from), threads=1)
     if form.kind == "mvae":
