@@ -140,6 +140,25 @@ def test_matching_shows_the_clip_and_frame_it_plays_and_its_settings_are_live(vi
     settings.matching_search_interval, settings.matching_weight_trajectory_facing = 0.1, 1.5
 
 
+def test_a_long_clip_name_wraps_in_the_panel_and_the_readout_over_the_view_clears_the_keys_hint(viewer):
+    _use(viewer, "matching", ("Matching",))
+    model = viewer.live_source.character.model
+    long_name = {"clip": "dataset-2_raise-up-right-hand_normal_001.bvh.gz", "frame": 12, "mirrored": True,
+                 "standing": True, "switches": 3, "cost": 0.0, "distance": 0.0}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "now_playing", lambda state: long_name)
+        x0, y0, x1, y1 = viewer.state.field_rects["panel"]
+        viewer.window.dispatch_event("on_mouse_motion", (x0 + x1) / 2, viewer.window.height - (y0 + y1) / 2, 0, 0)
+        viewer.run_frames(4)
+        rects = viewer.state.field_rects
+        clip = rects["matching_clip"]
+        assert clip[2] <= x1 - 12 + 1 and clip[3] - clip[1] > 25  # within the panel's padding, on two lines
+        overlay, hint = rects["matching_overlay"], rects["keys_hint"]
+        assert overlay[3] <= hint[1] or overlay[2] <= hint[0]  # above the hint, or left of it: no overlap
+    viewer.window.dispatch_event("on_mouse_motion", 100, 100, 0, 0)
+    viewer.run_frames(2)
+
+
 def test_the_motion_vae_section_draws_its_latent_path_and_the_variation_slider_sets_the_setting(viewer):
     _use(viewer, "mvae", ("Motion VAE",))
     assert "Matching" not in viewer.state.open_sections or viewer.state.model.kind == "mvae"

@@ -273,7 +273,15 @@ def test_a_shipped_file_typed_by_its_repository_name_opens(ui, folders):
     try:
         assert ui.state.playback.error == "" and ui.state.playback.active
         assert Path(ui.state.playback.path) == REPOSITORY / name
+        ui.state.playback.path = name  # as typed (the field shows the path it opened once it has)
+        ui.run_frames(1)
+        click_widget(ui, "playback_browse")  # its "..." opens where the field's file is, the file selected
+        ui.run_frames(2)
+        browser = ui.state.browser
+        assert browser.open and Path(browser.folder) == (REPOSITORY / name).parent
+        assert browser.name == Path(name).name and browser.error == ""
     finally:
+        ui.state.browser.open = False
         ui.state.request("live")
         ui.run_frames(1)
     mine = folders["work"] / "assets" / "bvh"

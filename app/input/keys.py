@@ -98,8 +98,8 @@ CONTROLS = (
     # --- the panel and the application
     Control("toggle_panel", "Panel and help", "show / hide the panel", _keys(key.TAB)),
     Control("toggle_help", "Panel and help", "show / hide this help", _keys(key.F1), gamepad=("back",)),
-    Control("escape", "Panel and help", "close the help, file browser or dialog; leave a text field (never quits)",
-            _keys(key.ESCAPE)),
+    Control("escape", "Panel and help", "close the help, file browser or dialog; leave a text field, undoing what "
+            "was typed (Enter keeps it; never quits)", _keys(key.ESCAPE)),
     Control("select_all", "Panel and help", "in a text field: select all (a click in a path field does too)",
             _keys(key.A, modifiers=CTRL)),
     Control("quit", "Panel and help", "quit (asks first while a training run is going)", _keys(key.Q, modifiers=CTRL)),

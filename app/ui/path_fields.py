@@ -71,7 +71,8 @@ def path_field(state, field_id: str, label: str, button: str = "") -> bool:
         imgui.set_tooltip(f"{resolved}{note}")
     imgui.same_line()
     if imgui.button(f"...##{field_id}"):
-        current = state.resolve(value) if value.strip() else empty_field_folder(field_id, paths.work_dir())
+        resolve = state.resolve_existing if field_id in OPENED_FIELDS else state.resolve  # as the field opens it
+        current = resolve(value) if value.strip() else empty_field_folder(field_id, paths.work_dir())
         open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
     remember_rect(state, f"{field_id}_browse")
     if imgui.is_item_hovered():

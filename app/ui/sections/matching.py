@@ -24,8 +24,12 @@ def playing_lines(playing: dict | None) -> list[str]:
 
 
 def matching_section(state) -> None:
-    for line in playing_lines(state.matching.playing):
+    imgui.push_text_wrap_pos(0.0)  # a long clip name wraps at the panel's edge
+    for index, line in enumerate(playing_lines(state.matching.playing)):
         imgui.text(line)
+        if index == 0:
+            remember_rect(state, "matching_clip")
+    imgui.pop_text_wrap_pos()
     remember_rect(state, "matching_readout")
     state.matching.shown_frames += 1
     dim_line("distance: the weighted, normalised feature distance to the frame found; cost: its square over "
@@ -38,16 +42,22 @@ def matching_section(state) -> None:
     imgui.pop_item_width()
 
 
+HINT_LINE = 56  # px from the window's bottom: the keys hint's line (`app.ui.panel.keys_hint`) and a gap
+
+
 def matching_overlay(state, display_size) -> None:
     """The readout over the 3D view while a motion-matching model runs (with the panel shown)."""
     if state.model.kind != "matching" or not state.show_panel:
         return
     flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_inputs |
              imgui.WindowFlags_.no_focus_on_appearing | imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_move)
-    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] * 0.4, display_size[1] - 12), imgui.Cond_.always,
-                              imgui.ImVec2(0.5, 1.0))  # bottom centre of the 3D view, clear of the HUD and the hint
+    # bottom centre of the 3D view, above the line of the keys hint beside the panel (and clear of the HUD)
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] * 0.4, display_size[1] - HINT_LINE), imgui.Cond_.always,
+                              imgui.ImVec2(0.5, 1.0))
     imgui.set_next_window_bg_alpha(0.6)
     imgui.begin("##matching_overlay", None, flags)
+    low, size = imgui.get_window_pos(), imgui.get_window_size()
+    state.field_rects["matching_overlay"] = (low.x, low.y, low.x + size.x, low.y + size.y)
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), "motion matching")
     for line in playing_lines(state.matching.playing):
         imgui.text(line)
