@@ -16,7 +16,7 @@ from app.render.overlays import FORCE_SCALE, GROUND_LIFT, foot_force_geometry, g
 from app.render.scene import SceneFrame, drawn_bones, lerp
 from app.sources.physics import PUSH_IMPULSE, push_impulse
 from app.ui.sections.matching import playing_lines
-from app.ui.sections.mvae import curves_of
+from app.ui.sections.mvae import MIN_PATH_SPAN, curves_of, path_limits
 from pfnn_core.drive.cli import parse_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,6 +207,16 @@ def test_the_wheel_over_a_plot_of_the_panel_scrolls_the_panel(viewer):
         viewer.window.dispatch_event("on_mouse_scroll", (x0 + x1) / 2, height - (y0 + y1) / 2, 0, -1)
         viewer.run_frames(2)
         assert rects[plot][1] < before - 10, plot  # the panel moved up under the mouse, the plot did not zoom
+
+
+def test_the_latent_path_view_holds_the_whole_path_and_shows_a_still_character_as_a_dot():
+    still = np.array([[1.0, -2.0], [1.0 + 6e-4, -2.0 + 1e-6], [1.0 - 2e-4, -2.0]])  # standing: float noise
+    x0, x1, y0, y1 = path_limits(still)
+    assert (x1 - x0, y1 - y0) == (pytest.approx(MIN_PATH_SPAN), pytest.approx(MIN_PATH_SPAN))
+    assert x0 < 1.0 < x1 and y0 < -2.0 < y1
+    walk = np.array([[-6.0, -4.0], [7.0, 5.0], [0.0, 9.0]])
+    x0, x1, y0, y1 = path_limits(walk)
+    assert (x0, x1, y0, y1) == pytest.approx((-6.65, 7.65, -4.65, 9.65))  # 5% of each span on each side
 
 
 def test_the_training_curves_are_the_held_out_ones_per_term_and_leave_out_what_a_log_axis_cannot_show():

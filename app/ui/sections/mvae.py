@@ -11,6 +11,7 @@ from app.ui.theme import DIM_COLOUR
 from app.ui.widgets import remember_rect, same_line_if_fits, tooltip
 from pfnn_core.runtime.settings import RuntimeSettings
 
+MIN_PATH_SPAN = 0.2  # latent units: the narrowest view of the path (a walk of 4 s spans ~13 with the shipped model)
 ACTIVE_KL = 0.01  # nats: a dimension whose mean KL is above this carries information (training's rule)
 
 
@@ -37,13 +38,24 @@ def latent_path_plot(path: np.ndarray) -> None:
         return
     if not implot.begin_plot("Latent path (last 4 s)", imgui.ImVec2(-1, 180)):
         return
-    implot.setup_axes("1st principal direction", "2nd", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+    implot.setup_axes("1st principal direction", "2nd")
+    x0, x1, y0, y1 = path_limits(path)
+    implot.setup_axis_limits(implot.ImAxis_.x1, x0, x1, imgui.Cond_.always)
+    implot.setup_axis_limits(implot.ImAxis_.y1, y0, y1, imgui.Cond_.always)
     xs, ys = np.ascontiguousarray(path[:, 0], np.float64), np.ascontiguousarray(path[:, 1], np.float64)
     implot.plot_line("path", xs, ys)
     spec = implot.Spec()
     spec.marker, spec.marker_size = implot.Marker_.circle, 5.0
     implot.plot_scatter("now", xs[-1:], ys[-1:], spec)
     implot.end_plot()
+
+
+def path_limits(path: np.ndarray) -> tuple[float, float, float, float]:
+    """(x min, x max, y min, y max) holding the whole path with a margin, each axis at least
+    `MIN_PATH_SPAN` wide: a character standing still is a dot, not its float noise blown up."""
+    low, high = path.min(axis=0), path.max(axis=0)
+    centre, half = (low + high) / 2, np.maximum((high - low) * 0.55, MIN_PATH_SPAN / 2)
+    return float(centre[0] - half[0]), float(centre[0] + half[0]), float(centre[1] - half[1]), float(centre[1] + half[1])
 
 
 def kl_plot(kl_per_dim: np.ndarray) -> None:
