@@ -190,6 +190,23 @@ def test_training_start_keeps_the_earlier_model_under_save_to(ui, tmp_path, bvh_
     assert "mine-2.safetensors" in train.notice and train.error == ""
 
 
+def test_switching_the_forms_kind_takes_that_kinds_learning_rate_unless_one_was_typed():
+    from app.jobs.training import DEFAULT_LEARNING_RATES
+    from app.ui.sections.train import switch_kind
+    from app.ui.state import TrainPanel
+    from pfnn_core.models.mvae.train import MVAETrainConfig
+    from pfnn_core.training.config import TrainConfig
+
+    assert DEFAULT_LEARNING_RATES == {"pfnn": TrainConfig().lr, "mvae": MVAETrainConfig().lr}
+    form = TrainPanel()
+    assert form.learning_rate == TrainConfig().lr
+    switch_kind(form, "mvae")
+    assert (form.kind, form.learning_rate) == ("mvae", MVAETrainConfig().lr)
+    form.learning_rate = 2e-3  # typed: kept across switches
+    switch_kind(form, "pfnn")
+    assert (form.kind, form.learning_rate) == ("pfnn", 2e-3)
+
+
 def test_the_train_section_trains_a_motion_vae_and_plots_its_held_out_loss_per_term_live(ui, tmp_path, bvh_dir):
     import shutil
 

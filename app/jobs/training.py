@@ -23,6 +23,9 @@ class StoppedEarly(Exception):
 
 
 TRAINED_KINDS = {"pfnn": "PFNN", "mvae": "Motion VAE"}  # kinds the Train section trains (matching is a build)
+# The form's learning rate for each kind until the user types one: the kinds' own config defaults
+# (`TrainConfig.lr`, `MVAETrainConfig.lr`; a test keeps them equal).
+DEFAULT_LEARNING_RATES = {"pfnn": 1e-3, "mvae": 5e-4}
 
 
 def training_config(form, resume: bool, work_dir):

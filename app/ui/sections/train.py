@@ -5,7 +5,7 @@ held-out loss per term, live."""
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from app.jobs.training import TRAINED_KINDS
+from app.jobs.training import DEFAULT_LEARNING_RATES, TRAINED_KINDS
 from app.ui.path_fields import path_field
 from app.ui.sections.mvae import curves_of, term_curves
 from app.ui.theme import HIGHLIGHT_COLOUR, TRAIN_COLOUR, VALIDATION_COLOUR
@@ -66,6 +66,14 @@ def loss_plot(state) -> None:
     remember_rect(state, "loss_plot")
 
 
+def switch_kind(train, kind: str) -> None:
+    """The form to another model kind; a learning rate left at the old kind's default becomes the new
+    kind's (a PFNN's 1e-3, a motion VAE's 5e-4), one the user typed stays."""
+    if train.learning_rate == DEFAULT_LEARNING_RATES[train.kind]:
+        train.learning_rate = DEFAULT_LEARNING_RATES[kind]
+    train.kind = kind
+
+
 def train_section(state) -> None:
     train = state.train
     imgui.begin_disabled(train.running)
@@ -74,7 +82,8 @@ def train_section(state) -> None:
     imgui.set_next_item_width(170)
     _, kind = imgui.combo(fit_label("Model kind", "train_kind"), kind, list(TRAINED_KINDS.values()))
     remember_rect(state, "train_kind")
-    train.kind = kinds[kind]
+    if kinds[kind] != train.kind:
+        switch_kind(train, kinds[kind])
     path_field(state, "bvh_dir", "BVH folder")
     path_field(state, "train_out", "Save to")
     path_field(state, "resume", "Resume from")
@@ -122,4 +131,5 @@ def train_section(state) -> None:
     error_line(train.error)
     loss_plot(state)
     for stage, title in (("vae", "VAE loss per term (held out)"), ("policy", "Policy loss per term (held out)")):
-        term_curves(state, f"train_terms_{stage}", title, curves_of({"val": train.term_loss}, stage))
+        if train.kind == "mvae":  # the last motion-VAE run's (a PFNN has one loss)
+            term_curves(state, f"train_terms_{stage}", title, curves_of({"val": train.term_loss}, stage))
