@@ -58,15 +58,16 @@ def training_config(form, resume: bool, work_dir):
         if not resume_from.is_file():
             raise ValueError(f"nothing to resume: no resumable checkpoint at {resume_from} (a run saves one "
                              f"next to 'Save to' at every epoch and when stopped)")
-    if resume_from and resumed_kind(resume_from) != form.kind:
-        raise ValueError(f"{resume_from}: a {TRAINED_KINDS.get(resumed_kind(resume_from), resumed_kind(resume_from))} "
-                         f"run's checkpoint; choose that Model kind to resume it")
-    if form.kind == "mvae" and resume_from:  # the stopped run's own settings, as pfnn-train --resume takes them
-        return replace(resumed_config(resume_from), threads=1)
+    if resume_from:
+        kind = resumed_kind(resume_from)
+        if kind != form.kind:
+            raise ValueError(f"{resume_from}: a {TRAINED_KINDS.get(kind, kind)} run's checkpoint; choose that "
+                             f"Model kind to resume it")
+        if kind == "mvae":  # the stopped run's own settings, as pfnn-train --resume takes them
+            return replace(resumed_config(resume_from), threads=1)
     if form.kind == "mvae":
         return MVAETrainConfig(data=[str(data)], out=str(out), hidden=int(form.hidden), vae_epochs=int(form.epochs),
-                               policy_epochs=int(form.policy_epochs), lr=float(form.learning_rate), threads=1,
-                               resume=str(resume_from) if resume_from else None)
+                               policy_epochs=int(form.policy_epochs), lr=float(form.learning_rate), threads=1)
     return TrainConfig(data=[str(data)], out=str(out), hidden_size=int(form.hidden),
                        phase_function=form.phase_function, num_kernels=int(form.kernels), beta=float(form.beta),
                        epochs=int(form.epochs), lr=float(form.learning_rate), threads=1,

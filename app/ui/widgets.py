@@ -84,16 +84,14 @@ def labelled_slider(state, name: str, label: str, value: float, low: float, high
     """A slider with its value written beside it, where the grab can never cover it; the slider narrows
     (to `MIN_WIDGET`) so that value and label fit the line, and the label goes above it where even that
     is too little."""
-    style = imgui.get_style()
-    beside = max(imgui.calc_text_size(text.format(v)).x for v in (low, high)) + style.item_spacing.x
-    if label:
-        beside += imgui.calc_text_size(label).x + style.item_spacing.x
+    spacing = imgui.get_style().item_spacing.x
+    value_width = max(imgui.calc_text_size(text.format(v)).x for v in (low, high)) + spacing
+    label_width = imgui.calc_text_size(label).x + spacing if label else 0.0
     avail = imgui.get_content_region_avail().x
-    if label and avail - beside < MIN_WIDGET:
+    if label and avail - value_width - label_width < MIN_WIDGET:  # the label above, the value beside
         imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), label)
-        beside -= imgui.calc_text_size(label).x + style.item_spacing.x
-        label = ""
-    imgui.set_next_item_width(max(MIN_WIDGET, min(width, avail - beside)))
+        label, label_width = "", 0.0
+    imgui.set_next_item_width(max(MIN_WIDGET, min(width, avail - value_width - label_width)))
     changed, value = imgui.slider_float(f"##{name}", value, low, high, "")
     remember_rect(state, name)
     imgui.same_line()

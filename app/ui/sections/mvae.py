@@ -6,9 +6,10 @@ and the policy's, held out)."""
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from app.ui.loss_curves import curves_of, term_curves
 from app.ui.sections.tune import setting_widget
 from app.ui.theme import DIM_COLOUR
-from app.ui.widgets import remember_rect, same_line_if_fits, tooltip
+from app.ui.widgets import remember_rect, tooltip
 from pfnn_core.runtime.settings import RuntimeSettings
 
 MIN_PATH_SPAN = 0.2  # latent units: the narrowest view of the path (a walk of 4 s spans ~13 with the shipped model)
@@ -65,40 +66,3 @@ def kl_plot(kl_per_dim: np.ndarray) -> None:
     implot.setup_axis_limits(implot.ImAxis_.x1, -0.5, len(kl_per_dim) - 0.5, imgui.Cond_.always)
     implot.plot_bars("KL", np.asarray(kl_per_dim, np.float64), 0.7)
     implot.end_plot()
-
-
-def curves_of(history: dict, stage: str) -> dict[str, list[float]]:
-    """A stage's per-term curves to plot: the held-out ones (`history['val'][stage]`), else the training
-    ones; terms with no positive finite value (a log axis cannot show them) left out."""
-    curves = (history.get("val") or {}).get(stage) or history.get(stage) or {}
-    return {term: [float(v) for v in values] for term, values in curves.items()
-            if any(np.isfinite(v) and v > 0 for v in values)}
-
-
-def term_curves(state, name: str, title: str, curves: dict[str, list[float]]) -> None:
-    """One line per loss term over the epochs (log y), each term's name and last value below in its
-    colour (nothing when there is nothing to plot). No inputs and no legend inside: a wheel over the
-    curves scrolls the panel (they are a record, nothing to zoom into)."""
-    if not curves or not implot.begin_plot(title, imgui.ImVec2(-1, 150), implot.Flags_.no_inputs | implot.Flags_.no_legend):
-        return
-    implot.setup_axes("epoch", "loss", implot.AxisFlags_.lock, implot.AxisFlags_.lock)
-    implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
-    epochs = max(len(values) for values in curves.values())
-    values = np.asarray([v for vs in curves.values() for v in vs if np.isfinite(v) and v > 0])
-    low, high = np.log10(values.min()), np.log10(values.max())
-    margin = max(0.08 * (high - low), 0.05)
-    implot.setup_axis_limits(implot.ImAxis_.x1, 1.0, max(float(epochs), 2.0), imgui.Cond_.always)
-    implot.setup_axis_limits(implot.ImAxis_.y1, 10 ** (low - margin), 10 ** (high + margin), imgui.Cond_.always)
-    ticks = [float(epoch) for epoch in range(1, epochs + 1, max(1, int(np.ceil(epochs / 6))))]
-    implot.setup_axis_ticks(implot.ImAxis_.x1, ticks, [f"{tick:.0f}" for tick in ticks])
-    for term, values in curves.items():
-        ys = np.asarray(values, np.float64)
-        ys[~(ys > 0)] = np.nan  # a zero or negative epoch leaves a gap, not a line to -inf
-        implot.plot_line(term, np.arange(1, len(ys) + 1, dtype=np.float64), ys)
-    implot.end_plot()
-    remember_rect(state, name)
-    for index, (term, values) in enumerate(curves.items()):
-        text = f"{term} {values[-1]:.3g}"
-        if index:
-            same_line_if_fits(text)
-        imgui.text_colored(implot.get_colormap_color(index), text)

@@ -6,8 +6,8 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from app.jobs.training import DEFAULT_LEARNING_RATES, TRAINED_KINDS
+from app.ui.loss_curves import curves_of, log_range, term_curves
 from app.ui.path_fields import path_field
-from app.ui.sections.mvae import curves_of, term_curves
 from app.ui.theme import HIGHLIGHT_COLOUR, TRAIN_COLOUR, VALIDATION_COLOUR
 from app.ui.widgets import dim_line, error_line, fit_label, remember_rect, same_line_if_fits, tooltip
 
@@ -17,13 +17,8 @@ PHASE_FUNCTIONS = ("cubic", "rbf")
 def loss_plot_limits(epochs_x, train_loss, val_loss, run_epochs: int) -> tuple[float, float, float, float]:
     """(x min, x max, y min, y max) that hold every point of both curves, y on a log scale with a
     margin, x from 0 to the run's epochs (or further when a resumed run went past them)."""
-    values = np.asarray([v for v in list(train_loss) + list(val_loss) if np.isfinite(v) and v > 0], np.float64)
     x_max = max([float(run_epochs), 1.0] + [float(x) for x in epochs_x])
-    if len(values) == 0:
-        return 0.0, x_max, 1e-3, 1.0
-    low, high = np.log10(values.min()), np.log10(values.max())
-    margin = max(0.08 * (high - low), 0.05)
-    return 0.0, x_max, float(10 ** (low - margin)), float(10 ** (high + margin))
+    return (0.0, x_max, *log_range(list(train_loss) + list(val_loss)))
 
 
 def loss_ticks(low: float, high: float, most: int = 6) -> list[float]:
