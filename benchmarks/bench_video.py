@@ -1,8 +1,13 @@
 """Frame rate while recording a video against without, in the real headless window (EGL; Mesa llvmpipe on
-CPU-only machines) with the panel shown, the character steered by a scripted drive (walks, turns, runs).
+CPU-only machines) or, with `--display`, a visible window on the X display (what a user has; under Xvfb
+here), with the panel shown, the character steered by a scripted drive (walks, turns, runs).
 
     python benchmarks/bench_video.py [--seconds 30] [--block 5] [--width 1280] [--height 720]
-                                     [--conversion auto|gpu|encoder] [--sizes full half]
+                                     [--conversion auto|gpu|encoder] [--sizes full half] [--display]
+
+A headless window's buffer flip is free, so the software rasteriser's work for a frame overlaps the next
+frame's CPU work until something reads the pixels; an X window's flip copies the image to the display
+and waits for the rasteriser in every frame, recording or not.
 
 One run interleaves the conditions in blocks of `--block` seconds of wall time: a block without
 recording, then a block recording each of `--sizes` (the window's size, half of it) in turn, and so on
@@ -24,10 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["PYGLET_HEADLESS"] = "true"
+if "--display" not in sys.argv:  # headless EGL unless asked for the X display's window (before pyglet loads)
+    os.environ["PYGLET_HEADLESS"] = "true"
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the viewer does (see app/cli.py)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.paths import DEFAULT_MODEL  # noqa: E402
@@ -92,7 +98,7 @@ def measure(viewer: Viewer, video_seconds: float, block: float, sizes: list[str]
         captures.stop_video()
         results[size] = {"fps": totals[size][0] / totals[size][1], "rendered": totals[size][0],
                          "dropped": video.dropped, "video_frames": video.frames_written, "video_fps": video.fps,
-                         "shrink": video.shrink, "message": viewer.state.capture.message or viewer.state.capture.error}
+                         "message": viewer.state.capture.message or viewer.state.capture.error}
     return results
 
 
@@ -107,10 +113,12 @@ def main(argv=None) -> int:
                         help="where the colours are converted to yuv420p")
     parser.add_argument("--sizes", nargs="+", choices=("full", "half"), default=["full", "half"],
                         help="video sizes to record, each in its own blocks (half: ffmpeg halves width and height)")
+    parser.add_argument("--display", action="store_true",
+                        help="a visible window on the X display ($DISPLAY, e.g. under Xvfb) instead of headless EGL")
     parser.add_argument("--out", help="folder for the video (default: a temporary folder, removed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        viewer = Viewer(args.width, args.height, model_path=args.model, visible=False, vsync=False,
+        viewer = Viewer(args.width, args.height, model_path=args.model, visible=args.display, vsync=False,
                         capture_dir=args.out or scratch)
         viewer.captures.drop_late_frames = True  # as on screen: the viewer never waits for the encoder
         viewer.captures.convert_on_gpu = {"auto": None, "gpu": True, "encoder": False}[args.conversion]
