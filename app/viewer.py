@@ -289,6 +289,7 @@ class Viewer:
         self.render_scene(frames)
         render_done = time.perf_counter()
         self.imgui.draw(self.state, self.window.get_size(), real_dt)
+        self.input.after_panel_frame()
         ui_done = time.perf_counter()
         if self.captures.video is not None:
             self.captures.add_video_frame(self.ctx, self.window.get_framebuffer_size(), real_dt)

@@ -171,6 +171,38 @@ def test_keys_typed_while_the_mouse_is_over_the_panel_do_not_steer(ui):
     assert ui.state.overlays["trajectory"]
 
 
+def test_a_key_pressed_right_after_the_mouse_leaves_the_panel_steers_and_one_right_after_it_arrives_does_not(ui):
+    """X delivers a pointer move and a key in one batch, before the next frame; imgui's capture flags are
+    its last frame's until then. A newcomer's W, pressed as the mouse left the panel, was thrown away
+    (and a held key is sent once, so it never walked); W pressed as the mouse arrived on it steered."""
+    x0, y0, x1, y1 = ui.state.field_rects["panel"]
+    over_panel = ((x0 + x1) / 2, HEIGHT - (y0 + y1) / 2)
+    _mouse_to(ui, *over_panel)
+    assert ui.imgui.io().want_capture_mouse
+    ui.window.dispatch_event("on_mouse_motion", *VIEW_POINT, 0, 0)  # off the panel, W down in the same batch
+    ui.window.dispatch_event("on_key_press", key.W, 0)
+    ui.window.dispatch_events()
+    ui.run_frames(2)
+    assert key.W in ui.devices.held
+    ui.run_frames(40)
+    speed = np.hypot(*ui.live_source.character.state.root_vel[0])
+    ui.window.dispatch_event("on_key_release", key.W, 0)
+    ui.window.dispatch_events()
+    ui.run_frames(2)
+    assert key.W not in ui.devices.held and speed > 0.3
+    ui.window.dispatch_event("on_mouse_motion", *over_panel, 0, 0)  # onto the panel, T and W in the same batch
+    ui.window.dispatch_event("on_key_press", key.T, 0)
+    ui.window.dispatch_event("on_key_release", key.T, 0)
+    ui.window.dispatch_event("on_key_press", key.W, 0)
+    ui.window.dispatch_events()
+    ui.run_frames(3)
+    assert key.W not in ui.devices.held and not ui.state.overlays["trajectory"]
+    ui.window.dispatch_event("on_key_release", key.W, 0)
+    _mouse_to(ui, *VIEW_POINT)
+    _press(ui, key.T, frames=1)  # a tap over the view, pressed and released in one batch, still acts
+    assert ui.state.overlays["trajectory"]
+
+
 # ---- fault 4: a training run never replaces an earlier model ------------------------------------
 
 def test_training_start_keeps_the_earlier_model_under_save_to(ui, tmp_path, bvh_dir):

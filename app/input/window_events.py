@@ -1,5 +1,7 @@
 """The window's events and what held input does each frame. Key presses run the control table's actions
-(`app.input.keys`) through the viewer's action table, unless a text field of the panel has the keyboard;
+(`app.input.keys`) through the viewer's action table, unless a text field of the panel has the keyboard
+or the panel has the mouse (a key pressed after the mouse moved is decided after the panel's next frame,
+when imgui knows whether the mouse is over it);
 every key goes to the held set of `InputDevices` (movement, run, strafe); mouse drags and the wheel turn,
 pan and zoom the camera unless the panel has the mouse; losing the focus releases everything held; closing
 the window asks the "quit" action. Each frame, the right stick turns the camera and, in free fly, the
@@ -20,10 +22,13 @@ class WindowEvents:
         self.devices, self.camera, self.imgui, self.run_action = devices, camera, imgui_layer, run_action
         self.window = window
         self.mouse_buttons = 0  # mouse buttons held over the 3D view
+        # imgui's capture flags are those of its last frame until its next new_frame: a key pressed after
+        # the mouse moved (X delivers a move and a key in one batch) waits for the panel's next frame
+        self.mouse_moved, self.deferred = False, {}  # symbol -> [modifiers, released since]
         # pushed before imgui's backend, whose handlers (on top) see the events first
         window.push_handlers(self.on_key_press, self.on_key_release, self.on_mouse_press, self.on_mouse_release,
-                             self.on_mouse_drag, self.on_mouse_scroll, self.on_deactivate, self.on_draw,
-                             self.on_close)
+                             self.on_mouse_drag, self.on_mouse_scroll, self.on_mouse_motion, self.on_deactivate,
+                             self.on_draw, self.on_close)
 
     def on_key_press(self, symbol, modifiers):
         # Always handled here (True), so pyglet's default handler never closes the window on Escape.
@@ -31,6 +36,9 @@ class WindowEvents:
         io = self.imgui.io()
         if io.want_text_input:
             return True  # the text field has it (imgui's handler above ours): Escape leaves the field
+        if self.mouse_moved and not io.want_capture_keyboard:
+            self.deferred[symbol] = [modifiers, False]  # over the panel or the view? known after its frame
+            return True
         if (io.want_capture_keyboard or io.want_capture_mouse) and action not in PANEL_SAFE_ACTIONS:
             return True  # the panel has the mouse or a widget is active: keys typed there never steer
         self.devices.on_key_press(symbol, modifiers)
@@ -39,7 +47,21 @@ class WindowEvents:
         return True
 
     def on_key_release(self, symbol, modifiers):
+        if symbol in self.deferred:
+            self.deferred[symbol][1] = True
         self.devices.on_key_release(symbol, modifiers)
+
+    def on_mouse_motion(self, x, y, dx, dy):
+        self.mouse_moved = True
+
+    def after_panel_frame(self) -> None:
+        """The panel's frame has taken in the mouse's moves: the keys pressed since are decided now (a key
+        released meanwhile is pressed and released, a tap)."""
+        deferred, self.deferred, self.mouse_moved = self.deferred, {}, False
+        for symbol, (modifiers, released) in deferred.items():
+            self.on_key_press(symbol, modifiers)
+            if released:
+                self.devices.on_key_release(symbol, modifiers)
 
     def on_mouse_press(self, x, y, button, modifiers):
         if not self.imgui.io().want_capture_mouse:
@@ -63,7 +85,7 @@ class WindowEvents:
 
     def on_deactivate(self):
         self.devices.release_all()
-        self.mouse_buttons = 0
+        self.mouse_buttons, self.deferred = 0, {}
         self.imgui.focus_lost()
 
     def on_draw(self):
