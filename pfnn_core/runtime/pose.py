@@ -19,6 +19,7 @@ from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
 from pfnn_core.math.quat import quat_to_matrix
 from pfnn_core.runtime import ik
+from pfnn_core.runtime.lean import lean_roots_of
 from pfnn_core.skeleton import ancestors, contact_joint_order, foot_joints
 
 # ---------------------------------------------------------------------------------------------
@@ -54,6 +55,7 @@ class SkeletonPlan:
     legs: np.ndarray  # [2, 4] (hip, knee, ankle, toe) of the left and the right leg
     body: np.ndarray  # [J] bool: the anchor and the joints below it (not placement nodes above it)
     extent: float  # m, farthest a body joint can be from the anchor along its bones
+    lean_root_of: np.ndarray  # [J] the lean root each upper-body joint hangs from, -1 if none (`lean.py`)
 
     @property
     def num_joints(self) -> int:
@@ -77,6 +79,7 @@ def skeleton_plan(names: Sequence[str] | None, parents, offsets, anchor: int | N
     if contact_joints is None:
         contact_joints = ([] if names is None else
                           contact_joint_order(foot_joints(list(names), parents)))
+    legs = np.array(ik.leg_chains(names, parents) if names is not None else [], dtype=np.int64).reshape(-1, 4)
     body = np.zeros(len(parents), dtype=bool)
     reach = np.zeros(len(parents))  # bone length summed from the anchor (parents come first)
     body[anchor] = True
@@ -90,8 +93,8 @@ def skeleton_plan(names: Sequence[str] | None, parents, offsets, anchor: int | N
         fit_multi=np.array([j for j, _ in multi], dtype=np.int64),
         fit_children=np.array([c + [-1] * (width - len(c)) for _, c in multi], dtype=np.int64).reshape(-1, width),
         contact_joints=np.array(contact_joints, dtype=np.int64),
-        legs=np.array(ik.leg_chains(names, parents) if names is not None else [], dtype=np.int64).reshape(-1, 4),
-        body=body, extent=float(reach.max()))
+        legs=legs, body=body, extent=float(reach.max()),
+        lean_root_of=lean_roots_of(parents, anchor, legs) if len(legs) else np.full(len(parents), -1, dtype=np.int64))
 
 
 # ---------------------------------------------------------------------------------------------

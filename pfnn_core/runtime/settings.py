@@ -193,6 +193,13 @@ class RuntimeSettings:
     stand_speed: float = tunable(0.15, "Stand speed (m/s)",
                                   "Commanded speed at and below which root motion and phase stop; 0 = no stand scaling.",
                                   min=0.0, max=1.0, step=0.01)
+    # The upper body leans toward the command springs' acceleration (into a start, back against a stop,
+    # into a turn) by this many degrees per m/s^2, at most `lean_max` (`lean.py`). 0 = off.
+    lean_per_acceleration: float = tunable(2.0, "Lean (deg per m/s^2)",
+                                            "Upper body tilted toward the commanded acceleration (starts, stops, turns).",
+                                            min=0.0, max=5.0, step=0.1)
+    lean_max: float = tunable(6.0, "Most lean (deg)", "The upper body's largest lean toward the acceleration.",
+                              min=0.0, max=20.0, step=0.5)
     # 0 = root moves by the network's predicted velocity and yaw rate, 1 = by the commanded spring.
     root_motion_from_command: float = tunable(0.5, "Root motion from command",
                                                "Blend of root motion toward the commanded spring (the data has no starts/stops).",
@@ -298,13 +305,14 @@ class RuntimeSettings:
     @classmethod
     def bare_network(cls, card: ModelCard) -> "RuntimeSettings":
         """The network alone: root motion, turning and phase from its own outputs; no command blending,
-        drift correction, stand-amount scaling, slow-walk warp, start priming, pose smoothing, foot locks,
-        catch-up steps, IK or floor clamp (what an honest evaluation of the network measures)."""
+        drift correction, stand-amount scaling, slow-walk warp, start priming, pose smoothing, lean, foot
+        locks, catch-up steps, IK or floor clamp (what an honest evaluation of the network measures)."""
         return dataclasses.replace(cls.for_model(card), root_motion_from_command=0.0,
                                    drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
                                    floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
                                    settle_steps=False, start_from_command=False,
-                                   start_priming=0.0, catch_up_steps=False, swing_clearance=0.0)
+                                   start_priming=0.0, catch_up_steps=False, swing_clearance=0.0,
+                                   lean_per_acceleration=0.0)
 
     # ---- ranges --------------------------------------------------------------------------------
     def fit_to_model(self, card: ModelCard) -> list[tuple[str, float, float]]:

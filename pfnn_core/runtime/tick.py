@@ -5,7 +5,8 @@ The root for this frame was placed at the end of the previous tick, as in PFNN's
   2. `model_input`: that trajectory in the root frame (at a start, a primed past:
      `root_motion.primed_past`) and the fed-back pose, packed by the feature layout;
   3. `MotionModel.predict`: the motion model (PFNN, motion matching, motion VAE) on its device;
-  4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK;
+  4. `pose.pose_from_prediction`: root frame -> world, rotations fitted to the positions, FK; then
+     `lean.lean_upper_body`: the upper body tilted toward the command springs' acceleration;
   5. `settling_stage` and `feet.place_feet`: foot pins (released relative to the body; a pin the body
      has left behind takes a catch-up step), after a stop the settling steps (`settle.py`), floor,
      two-bone leg IK with a soft reach, the foot turning about a held toe (what is displayed);
@@ -24,6 +25,7 @@ from pfnn_core.models.base import ModelInput, MotionModel
 from pfnn_core.runtime.command import Command, CommandBatch
 from pfnn_core.runtime.feet import Settling, place_feet
 from pfnn_core.runtime.guards import check_tick
+from pfnn_core.runtime.lean import lean_upper_body
 from pfnn_core.runtime.pose import pose_from_prediction
 from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion
 from pfnn_core.runtime.settings import RuntimeSettings
@@ -87,6 +89,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     pose = pose_from_prediction(state.root_pos, root_yaw, out["joint_rot"], out["joint_pos"],
                                 (state.joint_pos, state.joint_vel, state.pose_root_pos, yaw_of(state.pose_root_rot),
                                  state.warp), settings.pose_smoothing, dt, settings.fit_rotations, model.plan)
+    lean_upper_body(pose.positions, pose.rotations, trajectory.springs.acceleration, settings.lean_per_acceleration,
+                    settings.lean_max, model.plan.lean_root_of)
     contacts = np.clip(out["contacts"], 0.0, 1.0)
     settling = settling_stage(state, ~pushed, trajectory, settings, model)
     walking = trajectory.gait[:, :, 2].max(axis=1) < 0.5
