@@ -328,7 +328,10 @@ class Viewer:
     def _update_hud(self, frame) -> None:
         style = self.state.style
         label = weights_label(style.names, style.running) if self.source is self.live_source else ""
-        self.state.hud.update(hud_values(frame, self.source.gait, label, SIM_DT))
+        # the live character's gait is its body's (from its speed), not the stick's: 'stand' the moment W
+        # was let go while it still walked read as a fault
+        gait = None if self.source is self.live_source else self.source.gait
+        self.state.hud.update(hud_values(frame, gait, label, SIM_DT))
 
     def render_scene(self, frames) -> None:
         self.window.switch_to()

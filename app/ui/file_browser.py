@@ -55,11 +55,12 @@ class Entry:
 
 
 def size_text(size: int) -> str:
-    """'812 B', '18.0 KB', '9.9 MB', '1.2 GB' (powers of 1024, as file managers show them)."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
+    """'812 B', '18.4 kB', '9.9 MB', '1.2 GB' (powers of 1000, as the model cards and `ls --si` give them:
+    in powers of 1024 the shipped 6.87 MB model read "6.5 MB" beside the README's 6.9)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
             return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
+        size /= 1000
     return ""
 
 

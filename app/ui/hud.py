@@ -12,6 +12,7 @@ from app.ui.sections.style import blend_label
 from app.ui.theme import DIAL_RING_COLOUR, DIM_COLOUR, ERROR_COLOUR, HIGHLIGHT_COLOUR
 from pfnn_core.features.contract import GAIT_NAMES, gait_from_speed
 
+HUD_WRAP = 300  # px: the HUD's notices wrap here, so a long one does not widen it over the character
 HUD_SPEED_TICKS = 30  # the speed shown: distance over the last 0.5 s of the root path (60 Hz ticks)
 
 
@@ -103,11 +104,13 @@ def hud_window(state, display_size) -> None:
         imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR),
                            ("PAUSED" if transport.paused else "") + (f"  {transport.speed:.2f}x"
                                                                      if abs(transport.speed - 1.0) > 1e-6 else ""))
+    imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + HUD_WRAP)
     label = recording_label(state)
     if label:
         imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), label)
     if state.toast_text and time.monotonic() < state.toast_until:
         imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR), state.toast_text)
+    imgui.pop_text_wrap_pos()
     imgui.end()
     if not state.show_help:
         imgui.set_next_window_pos(imgui.ImVec2(12, display_size[1] - 12), 0, imgui.ImVec2(0, 1))

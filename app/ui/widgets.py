@@ -120,7 +120,7 @@ def recording_button(state, what: str, control: str, request: str, recording: bo
     if recording:
         if imgui.button(f"Stop{what} ({toggle})"):
             state.request(f"{request}_stop")
-        imgui.same_line()
+        same_line_if_fits(f"REC  {frames} frames")
         imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {frames} frames")
     elif imgui.button(f"Record{what} ({toggle})"):
         state.request(f"{request}_start")

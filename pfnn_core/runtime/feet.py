@@ -25,7 +25,7 @@ from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
 from pfnn_core.runtime import ik, settle
 from pfnn_core.runtime.pose import Pose, SkeletonPlan, _forward_kinematics
-from pfnn_core.runtime.reach import _lift_swinging_feet, _within_reach
+from pfnn_core.runtime.reach import _hold_toe_off, _lift_swinging_feet, _within_reach
 from pfnn_core.runtime.release import catch_up_path, release_rate
 
 FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to the floor level per this
@@ -51,6 +51,7 @@ class FootRules(NamedTuple):
     smooth_catch_up: bool  # a catch-up step leaves its pin at rest on a minimum-jerk path (`release.catch_up_path`)
     swing_clearance: float  # m: a free fast foot's toe is held this high above its floor level
     one_foot_down: bool  # a foot is lifted (catch-up step, swing lift) only while the other foot holds a pin
+    hold_toe_off: bool  # with one_foot_down: a toe-off waits while the other foot takes a catch-up step
     floor_on: bool  # contact joints kept at or above their floor levels
     has_floor: bool  # the floor levels are known
     ik_on: bool  # leg IK (and the reach rules) on
@@ -351,6 +352,8 @@ def _feet_kernel(rules, plan, inputs, out):
             _lift_swinging_feet(goals, pull, speed, inputs.contacts[b], rules.threshold, plan.floor_heights,
                                 0.0 if inputs.settling[b] else rules.swing_clearance, inputs.swing_lift[b],
                                 out.swing_lift[b], rules.dt, locks.stepping[b], rules.one_foot_down)
+            if rules.one_foot_down and rules.hold_toe_off:
+                _hold_toe_off(goals, pull, foot_pos, locks.stepping[b], plan.floor_heights)
         else:
             out.swing_lift[b, :] = 0.0
         if rules.ik_on:
@@ -381,7 +384,7 @@ def foot_rules(settings, dt: float) -> FootRules:
         catch_up_height=float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
         catch_up_time=float(settings.catch_up_time), smooth_catch_up=bool(settings.smooth_catch_up),
         swing_clearance=float(settings.swing_clearance) if settings.ik_enabled else 0.0,
-        one_foot_down=bool(settings.one_foot_down),
+        one_foot_down=bool(settings.one_foot_down), hold_toe_off=bool(settings.hold_toe_off),
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,
         step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height),
         land_keep=float(ik.landing_keep(float(settings.pin_landing_time), float(dt))),

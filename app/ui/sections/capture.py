@@ -3,7 +3,6 @@
 from imgui_bundle import imgui
 
 from app.input import keys
-from app.ui import messages
 from app.ui.path_fields import path_field
 from app.ui.state import VIDEO_SIZES
 from app.ui.theme import OK_COLOUR
@@ -19,8 +18,9 @@ def capture_section(state) -> None:
     recording_button(state, " video", "toggle_video", "video", capture.video_recording, capture.video_frames)
     video_size_choice(capture)
     if capture.message:
-        imgui.text_colored(imgui.ImVec4(*OK_COLOUR), messages.one_line(capture.message, 60))
-        tooltip(capture.message)
+        imgui.push_text_wrap_pos(0.0)  # wrapped at the panel's edge: the saved file's whole path is shown
+        imgui.text_colored(imgui.ImVec4(*OK_COLOUR), capture.message.strip())
+        imgui.pop_text_wrap_pos()
     error_line(capture.error)
 
 
