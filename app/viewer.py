@@ -301,7 +301,10 @@ class Viewer:
         self.take_device_news()
         character = getattr(self.live_source, "character", None)  # runtime faults and clamped settings
         if character is not None:
-            self.state.messages += character.take_messages()
+            news = character.take_messages()
+            self.state.messages += news
+            if news:  # a clamped setting or a recovered fault is said where the eyes are too
+                self.state.toast(news[-1], 5.0)
 
     def take_device_news(self) -> None:
         """Pads coming and going are passing news (a toast, the Stats section's input line); a pad

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_random_checkpoint
+from conftest import click_widget, make_random_checkpoint
 from pyglet.window import key, mouse
 
 from app.input import keys
@@ -201,6 +201,20 @@ def test_a_key_pressed_right_after_the_mouse_leaves_the_panel_steers_and_one_rig
     _mouse_to(ui, *VIEW_POINT)
     _press(ui, key.T, frames=1)  # a tap over the view, pressed and released in one batch, still acts
     assert ui.state.overlays["trajectory"]
+
+
+def test_a_setting_typed_past_its_range_says_so_on_the_hud_and_in_full_in_the_panel_until_cleared(ui):
+    ui.state.messages.clear()
+    ui.state.settings.lean_per_acceleration = 10.0  # what Ctrl+click and typing 10 into its slider does
+    ui.run_frames(3)
+    assert ui.state.settings.lean_per_acceleration == 5.0  # the setting's own range
+    assert "clamped to 5" in ui.state.toast_text
+    assert ui.state.messages and ui.state.messages[-1].endswith("clamped to 5")  # the whole reason, not cut
+    x0, y0, x1, y1 = ui.state.field_rects["clear_messages"]
+    assert x1 <= ui.state.field_rects["panel"][2]
+    click_widget(ui, "clear_messages")
+    assert ui.state.messages == []
+    ui.state.settings.lean_per_acceleration = 2.0
 
 
 # ---- fault 4: a training run never replaces an earlier model ------------------------------------

@@ -130,8 +130,16 @@ def panel_sections(state) -> None:
             imgui.push_id(title)
             section(state)
             imgui.pop_id()
-    for message in state.messages[-3:]:
-        imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), messages.one_line(message, 60))
+    if state.messages:  # the last three, wrapped at the panel's edge (cut at 60 characters, a clamp's
+        # reason was lost), until cleared
+        imgui.push_text_wrap_pos(0.0)
+        for message in state.messages[-3:]:
+            imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), messages.one_line(message, 300))
+        imgui.pop_text_wrap_pos()
+        clear = imgui.small_button("Clear messages")
+        remember_rect(state, "clear_messages")
+        if clear:
+            state.messages.clear()
 
 
 def keys_hint(display_size, width: float) -> tuple:
