@@ -75,7 +75,7 @@ def path_field(state, field_id: str, label: str, button: str = "") -> bool:
         current = resolve(value) if value.strip() else empty_field_folder(field_id, paths.work_dir())
         open_browser(state.browser, field_id, kind, save, current, state.recent, paths.work_dir())
     remember_rect(state, f"{field_id}_browse")
-    if imgui.is_item_hovered():
+    if imgui.is_item_hovered() and not state.browser.open:  # once open, the browser says what it is for
         imgui.set_tooltip(f"Browse for a {kind.replace('_', ' ') if kind != 'any' else 'file'}")
     pressed = bool(button) and entered  # Enter in the field presses its button (and leaves the field)
     if button:
