@@ -89,6 +89,7 @@ class FeetInput(NamedTuple):
     contacts: np.ndarray  # [B, 4] network contact outputs
     locks: ik.FootLocks  # [B, 4] last tick's pins (stepping never None here)
     swing_lift: np.ndarray  # [B, 2] m, last tick's swing lift per foot
+    toe_hold: np.ndarray  # [B, 2] m, how far last tick held each foot's toe down (`reach._hold_toe_off`)
     heel_off: np.ndarray  # [B] bool: a held toe may lift its heel (walking, not strafing)
     settling: np.ndarray  # [B] bool: settling steps instead of pins
     settle: settle.SettleState  # [B] last tick's settling steps (`start` is updated in place)
@@ -106,6 +107,7 @@ class FeetOutput(NamedTuple):
     rotations: np.ndarray  # [B, J, 4] quaternions
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when not finite)
     swing_lift: np.ndarray  # [B, 2]
+    toe_hold: np.ndarray  # [B, 2]
 
 
 class Settling(NamedTuple):
@@ -128,6 +130,7 @@ class PlacedFeet:
     settle: settle.SettleState  # [B] the settling steps
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when a position is not finite)
     swing_lift: np.ndarray  # [B, 2] m: each foot's swing lift (`settings.swing_clearance`)
+    toe_hold: np.ndarray  # [B, 2] m: how far each foot's toe is held down (`settings.hold_toe_off`)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,9 +356,13 @@ def _feet_kernel(rules, plan, inputs, out):
                                 0.0 if inputs.settling[b] else rules.swing_clearance, inputs.swing_lift[b],
                                 out.swing_lift[b], rules.dt, locks.stepping[b], rules.one_foot_down)
             if rules.one_foot_down and rules.hold_toe_off:
-                _hold_toe_off(goals, pull, foot_pos, locks.stepping[b], plan.floor_heights)
+                _hold_toe_off(goals, pull, foot_pos, locks.stepping[b], plan.floor_heights, inputs.toe_hold[b],
+                              out.toe_hold[b], rules.dt)
+            else:
+                out.toe_hold[b, :] = 0.0
         else:
             out.swing_lift[b, :] = 0.0
+            out.toe_hold[b, :] = 0.0
         if rules.ik_on:
             _within_reach(pos, plan.legs, plan.offsets, rules.reach, goals, pull, locks.target[b], locks.active[b],
                           inputs.settling[b], plan.contact_joints, locks.weight[b], locks.offset[b], locks.stepping[b],
@@ -393,7 +400,7 @@ def foot_rules(settings, dt: float) -> FootRules:
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling: Settling | None = None, shown_before=None, swing_lift=None,
-               heel_off=None) -> PlacedFeet:
+               heel_off=None, toe_hold=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling.characters`, play the
     settling steps (`settle.settle_character`: the stance placed under the hips moved by the root's
     remaining travel); keep contact joints at or above their floor heights [4] (when
@@ -416,6 +423,7 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
         locks._replace(stepping=np.zeros((batch, slots), dtype=bool) if locks.stepping is None else locks.stepping,
                        velocity=np.zeros((batch, slots, 3)) if locks.velocity is None else locks.velocity),
         np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, np.float64),
+        np.zeros((batch, slots // 2)) if toe_hold is None else np.ascontiguousarray(toe_hold, np.float64),
         np.ones(batch, bool) if heel_off is None else np.ascontiguousarray(heel_off, np.bool_),
         settling.characters, settling.state._replace(start=start),
         pose.positions if shown_before is None else shown_before,
@@ -424,8 +432,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
         ik.FootLocks(np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots), dtype=bool),
                      np.empty((batch, slots, 3)), np.empty((batch, slots), dtype=bool), np.empty((batch, slots, 3))),
         np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64),
-        np.empty((batch, joints, 4)), np.empty(batch), np.empty((batch, slots // 2)))
+        np.empty((batch, joints, 4)), np.empty(batch), np.empty((batch, slots // 2)), np.empty((batch, slots // 2)))
     _feet_kernel(rules, feet_plan, inputs, out)
     return PlacedFeet(pose.positions, out.rotations, out.locks,
                       settle.SettleState(settling.characters, out.settle_foot, out.settle_progress, start,
-                                         out.settle_steps), out.extent, out.swing_lift)
+                                         out.settle_steps), out.extent, out.swing_lift, out.toe_hold)

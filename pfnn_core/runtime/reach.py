@@ -16,6 +16,7 @@ HEEL_OFF_MAX_TURN = math.radians(35.0)  # the most a held toe's heel is turned u
 SWING_LIFT_RATE = 0.3  # m/s: the swing lift rises and falls no faster than this (3 cm in 0.1 s)
 TOE_HOLD = 0.015  # m: while the other foot takes a catch-up step, a leaving toe is held this high at most
 TOE_HOLD_REACH = 0.06  # m: ... when it is no higher than this above its floor level (a toe-off, not a swing)
+TOE_RELEASE_RATE = 0.3  # m/s: a held toe let go comes up to where it would be shown no faster than this
 
 
 @njit
@@ -143,20 +144,26 @@ def _lift_swinging_feet(goals, pull, speed, contacts, threshold, floor_heights, 
 
 
 @njit
-def _hold_toe_off(goals, pull, foot_pos, stepping, floor_heights):
+def _hold_toe_off(goals, pull, foot_pos, stepping, floor_heights, hold_before, out_hold, dt):
     """While one foot takes a catch-up step (lifted by the runtime, `stepping` [4]), the other foot's toe
     leaving the floor (where it would be shown: the network's toe `foot_pos` moved by its pull toward
     its goal; no higher than TOE_HOLD_REACH above its floor level) is held TOE_HOLD above it, the heel
     turning about it: its toe-off waits for the stepping foot to land. The network plants the foot whose
     pin the runtime is still stepping after (left behind on its leash) and lifts the other, whose pin
-    fades out: both feet were off the floor at once in starts."""
+    fades out: both feet were off the floor at once in starts. Let go, the toe rises to where it would
+    be shown at TOE_RELEASE_RATE (`hold_before` [2] -> `out_hold` [2]: how far each toe is held down, m)
+    instead of in one tick."""
     for foot in range(2):
         other = 1 - foot
-        if not (stepping[2 * other] or stepping[2 * other + 1]):
-            continue
         toe = 2 * foot + 1
         shown = mat3.lerp(mat3.load3(foot_pos, toe), mat3.load3(goals, toe), pull[toe])
         height = shown[1] - floor_heights[toe]
-        if TOE_HOLD < height <= TOE_HOLD_REACH:
-            mat3.store3(goals, toe, (shown[0], floor_heights[toe] + TOE_HOLD, shown[2]))
+        held = 0.0
+        if (stepping[2 * other] or stepping[2 * other + 1]) and TOE_HOLD < height <= TOE_HOLD_REACH:
+            held = height - TOE_HOLD
+        elif hold_before[foot] > 0.0:  # let go: coming up to its height over a few ticks
+            held = min(max(hold_before[foot] - TOE_RELEASE_RATE * dt, 0.0), max(height, 0.0))
+        out_hold[foot] = held
+        if held > 0.0:
+            mat3.store3(goals, toe, (shown[0], shown[1] - held, shown[2]))
             pull[toe] = 1.0

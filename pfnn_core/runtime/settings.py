@@ -177,8 +177,8 @@ class RuntimeSettings:
     # With `one_foot_down`: while one foot takes a catch-up step, the other's toe-off waits (its toe held
     # 1.5 cm up at most, `reach._hold_toe_off`): the network plants the foot the runtime still steps after
     # and lifts the other, so both feet were off the floor in starts. Held-out suite (2026-12-03): the
-    # two-foot lift in a start's first second under 2 cm in 7 more rows (style starts 2.3-4.2 -> 1.5 cm),
-    # runtime targets 112 -> 118 of 144; walk noise 31.3 -> 34.5 (m/s^2)^2 (now 1.52x the mocap's, a miss).
+    # two-foot lift in a start's first second under 2 cm in 6 more rows (style starts 2.3-4.2 -> 1.5 cm),
+    # runtime targets 112 -> 119 of 144; walk noise 31.3 -> 31.9 (m/s^2)^2 (assets/models/default.md).
     hold_toe_off: bool = tunable(True, "Hold the toe-off",
                                   "While one foot takes a catch-up step, the other foot's toe stays on the floor.")
     # Lift of a free foot the network swings along the floor (m): `reach.SWING_SPEEDS`.
