@@ -120,7 +120,8 @@ def recording_button(state, what: str, control: str, request: str, recording: bo
     if recording:
         if imgui.button(f"Stop{what} ({toggle})"):
             state.request(f"{request}_stop")
-        same_line_if_fits(f"REC  {frames} frames")
-        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), f"REC  {frames} frames")
+        counter = f"REC  {frames} frames"
+        same_line_if_fits(counter)
+        imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), counter)
     elif imgui.button(f"Record{what} ({toggle})"):
         state.request(f"{request}_start")

@@ -358,11 +358,8 @@ def _feet_kernel(rules, plan, inputs, out):
             if rules.one_foot_down and rules.hold_toe_off:
                 _hold_toe_off(goals, pull, foot_pos, locks.stepping[b], plan.floor_heights, inputs.toe_hold[b],
                               out.toe_hold[b], rules.dt)
-            else:
-                out.toe_hold[b, :] = 0.0
         else:
             out.swing_lift[b, :] = 0.0
-            out.toe_hold[b, :] = 0.0
         if rules.ik_on:
             _within_reach(pos, plan.legs, plan.offsets, rules.reach, goals, pull, locks.target[b], locks.active[b],
                           inputs.settling[b], plan.contact_joints, locks.weight[b], locks.offset[b], locks.stepping[b],
@@ -432,7 +429,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
         ik.FootLocks(np.empty((batch, slots, 3)), np.empty((batch, slots)), np.empty((batch, slots), dtype=bool),
                      np.empty((batch, slots, 3)), np.empty((batch, slots), dtype=bool), np.empty((batch, slots, 3))),
         np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64),
-        np.empty((batch, joints, 4)), np.empty(batch), np.empty((batch, slots // 2)), np.empty((batch, slots // 2)))
+        np.empty((batch, joints, 4)), np.empty(batch), np.empty((batch, slots // 2)),
+        np.zeros((batch, slots // 2)))  # toe_hold: 0 unless `_hold_toe_off` holds a toe
     _feet_kernel(rules, feet_plan, inputs, out)
     return PlacedFeet(pose.positions, out.rotations, out.locks,
                       settle.SettleState(settling.characters, out.settle_foot, out.settle_progress, start,

@@ -21,10 +21,13 @@ from pfnn_core.math.mat3 import njit
 
 def lean_roots_of(parents, anchor: int, legs) -> np.ndarray:
     """[J] for each joint the lean root it hangs from (a child of `anchor` that starts no leg in `legs`
-    [L, 4]), itself for a root, -1 for the anchor, the legs and the joints above the anchor."""
+    [L, 4]), itself for a root, -1 for the anchor, the legs and the joints above the anchor; all -1
+    without legs (a rig known by its positions only: the spine cannot be told from a leg)."""
     parents = np.asarray(parents, dtype=np.int64)
     hips = {int(leg[0]) for leg in np.asarray(legs).reshape(-1, 4)}
     root_of = np.full(len(parents), -1, dtype=np.int64)
+    if not hips:
+        return root_of
     for j in range(len(parents)):  # parents come first
         parent = int(parents[j])
         if parent == anchor and j not in hips:

@@ -94,7 +94,7 @@ def skeleton_plan(names: Sequence[str] | None, parents, offsets, anchor: int | N
         fit_children=np.array([c + [-1] * (width - len(c)) for _, c in multi], dtype=np.int64).reshape(-1, width),
         contact_joints=np.array(contact_joints, dtype=np.int64),
         legs=legs, body=body, extent=float(reach.max()),
-        lean_root_of=lean_roots_of(parents, anchor, legs) if len(legs) else np.full(len(parents), -1, dtype=np.int64))
+        lean_root_of=lean_roots_of(parents, anchor, legs))
 
 
 # ---------------------------------------------------------------------------------------------
