@@ -15,7 +15,7 @@ from pyglet.window import key
 from app.render.overlays import FORCE_SCALE, GROUND_LIFT, foot_force_geometry, ghost_geometry
 from app.render.scene import SceneFrame, drawn_bones, lerp
 from app.sources.physics import PUSH_IMPULSE, push_impulse
-from app.ui.sections.matching import playing_lines
+from app.ui.sections.matching import MIN_OVERLAY_WIDTH, OVERLAY_MARGIN, overlay_place, playing_lines
 from app.ui.sections.mvae import MIN_PATH_SPAN, curves_of, path_limits
 from pfnn_core.drive.cli import parse_script
 
@@ -140,7 +140,7 @@ def test_matching_shows_the_clip_and_frame_it_plays_and_its_settings_are_live(vi
     settings.matching_search_interval, settings.matching_weight_trajectory_facing = 0.1, 1.5
 
 
-def test_a_long_clip_name_wraps_in_the_panel_and_the_readout_over_the_view_clears_the_keys_hint(viewer):
+def test_a_long_clip_name_wraps_in_the_panel_and_the_readout_over_the_view_is_drawn_only_beside_the_hud(viewer):
     _use(viewer, "matching", ("Matching",))
     model = viewer.live_source.character.model
     long_name = {"clip": "dataset-2_raise-up-right-hand_normal_001.bvh.gz", "frame": 12, "mirrored": True,
@@ -153,10 +153,23 @@ def test_a_long_clip_name_wraps_in_the_panel_and_the_readout_over_the_view_clear
         rects = viewer.state.field_rects
         clip = rects["matching_clip"]
         assert clip[2] <= x1 - 12 + 1 and clip[3] - clip[1] > 25  # within the panel's padding, on two lines
-        overlay, hint = rects["matching_overlay"], rects["keys_hint"]
-        assert overlay[3] <= hint[1] or overlay[2] <= hint[0]  # above the hint, or left of it: no overlap
+        # this window's view (720 px less the panel) has no room beside the HUD: the readout over the view
+        # is not drawn (the panel's lines above show it), rather than over the character
+        assert overlay_place(rects["hud"], x0) is None and "matching_overlay" not in rects
     viewer.window.dispatch_event("on_mouse_motion", 100, 100, 0, 0)
     viewer.run_frames(2)
+
+
+def test_the_matching_readout_sits_beside_the_hud_above_the_character_or_not_at_all():
+    # the newcomer's 800 x 500 window: HUD 12..262 x 12..172, the panel from x = 516; the character
+    # stands at the view's centre (x ~ 258) with its head at y ~ 135, its feet at y ~ 345
+    right, top, width = overlay_place((12.0, 12.0, 262.0, 172.0), 516.0)
+    assert right == 516.0 - OVERLAY_MARGIN and top == 12.0 and width == 516.0 - 2 * OVERLAY_MARGIN - 262.0
+    assert right - width >= 262.0 + OVERLAY_MARGIN  # clear of the HUD, on the HUD's top row
+    assert overlay_place((12.0, 12.0, 262.0, 172.0), 1280.0 - 442.0)[2] == 1280.0 - 442.0 - 24.0 - 262.0  # 1280 x 720
+    room = 262.0 + 2 * OVERLAY_MARGIN + MIN_OVERLAY_WIDTH  # the narrowest view it is drawn in
+    assert overlay_place((12.0, 12.0, 262.0, 172.0), room) is not None
+    assert overlay_place((12.0, 12.0, 262.0, 172.0), room - 1.0) is None
 
 
 def test_the_motion_vae_section_draws_its_latent_path_and_the_variation_slider_sets_the_setting(viewer):

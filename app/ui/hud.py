@@ -111,6 +111,8 @@ def hud_window(state, display_size) -> None:
     if state.toast_text and time.monotonic() < state.toast_until:
         imgui.text_colored(imgui.ImVec4(*HIGHLIGHT_COLOUR), state.toast_text)
     imgui.pop_text_wrap_pos()
+    low, size = imgui.get_window_pos(), imgui.get_window_size()
+    state.field_rects["hud"] = (low.x, low.y, low.x + size.x, low.y + size.y)
     imgui.end()
     if not state.show_help:
         imgui.set_next_window_pos(imgui.ImVec2(12, display_size[1] - 12), 0, imgui.ImVec2(0, 1))
