@@ -16,7 +16,7 @@ from app.jobs.capture import VideoRecorder, capture_name
 from app.render.camera import CAMERA_MODES, Camera, project_points
 from app.transport import StateHistory, TransportPanel, next_speed, scaled_real_dt
 from app.ui.file_browser import RecentFolders, list_folder
-from app.ui.messages import details, failure_message, one_line
+from app.ui.messages import details, failure_message, one_line, short_paths
 from app.ui.sections.train import loss_plot_limits
 from pfnn_core.motion import bvh
 from pfnn_core.runtime.command import command_from_stick
@@ -293,6 +293,15 @@ def test_a_garbage_bvh_gives_one_line_naming_the_file_once_and_the_buttons_stay(
     line_height = 30
     assert record_field_after[1] - record_field_before[1] <= line_height  # one line of error, no flood
     assert record_field_after[3] < HEIGHT
+
+
+def test_a_line_too_narrow_for_a_path_names_the_file_and_keeps_the_reason():
+    # the newcomer's Model section said "Could not load /tmp/newcomer/home/nope/missing.safetensors:..."
+    # and the reason was only in the tooltip
+    message = "Could not load /tmp/newcomer/home/nope/missing.safetensors: no such checkpoint file"
+    assert short_paths(message) == "Could not load missing.safetensors: no such checkpoint file"
+    assert short_paths("Could not open '/data/clips/walk.bvh': line 3: bad") == "Could not open 'walk.bvh': line 3: bad"
+    assert short_paths("line 3: expected 6 channels, got 3") == "line 3: expected 6 channels, got 3"
 
 
 def test_failure_messages_name_the_path_once():

@@ -38,14 +38,24 @@ def checkpoint_summary(checkpoint, device) -> list[str]:
     if checkpoint.kind == "pfnn":
         lines = [f"{config.phase_function} phase function, hidden {config.hidden_size}, {joints} joints, on {device}"]
     else:  # motion matching, motion VAE: their configs differ; the kind says what runs
-        lines = [f"{checkpoint.kind} model, {joints} joints, on {device}"]
+        lines = [f"{KIND_LABELS.get(checkpoint.kind, checkpoint.kind)}, {joints} joints, on {device}"]
     data = meta.get("data") or {}
     if isinstance(data.get("files"), (list, tuple)):
         samples = data.get("samples", data.get("rows"))
         lines.append(f"data: {len(data['files'])} files" + (f", {samples} samples" if samples else "")
                      + (" (mirrored)" if data.get("mirror") else ""))
     training = meta.get("training") or {}
-    if isinstance(training.get("epochs_completed"), int):
+    history = (checkpoint.card.extra.get("loss_history") if checkpoint.card is not None else None) or {}
+    if checkpoint.kind == "mvae" and isinstance(history.get("vae"), dict):
+        # its stages' epochs from the loss curves the panel plots (a policy-only run's `epochs_completed`
+        # counts the VAE epochs of its config, which it did not train), the last run's time
+        stages = [f"{name} {len(next(iter(history[key].values()), []))} epochs"
+                  for key, name in (("vae", "VAE"), ("policy", "policy")) if history.get(key)]
+        text = ", ".join(stages)
+        if isinstance(training.get("wall_s"), (int, float)):
+            text += f"; its last run {training['wall_s'] / 60:.1f} min"
+        lines.append(text)
+    elif isinstance(training.get("epochs_completed"), int):
         text = f"from epoch {training.get('best_epoch') or training['epochs_completed']} of its run (the best)"
         if isinstance(training.get("val_loss"), (int, float)):
             text += f", val loss {training['val_loss']:.4f}"

@@ -56,6 +56,20 @@ def _cut_words(text: str, max_word: int) -> str:
     return " ".join(cut(word) for word in text.split(" "))
 
 
+def short_paths(text: str) -> str:
+    """`text` with each path in it said by its last part ('/a/b/walk.bvh:' -> 'walk.bvh:'): a line too
+    narrow for a whole path keeps the reason after it (the tooltip has the path)."""
+    def short(word: str) -> str:
+        if not _PATH_LIKE.match(word) or "/" not in word.strip("'\"():,"):
+            return word
+        tail = re.match(r"^(.*?)(['\")]?[:,]?)$", word)
+        body, end = tail.group(1), tail.group(2)
+        name = body.rstrip("/").rsplit("/", 1)[-1]
+        return (body[0] if body[:1] in "'\"(" else "") + name + end
+
+    return " ".join(short(word) for word in text.split(" "))
+
+
 def details(message: str) -> str:
     """The whole message for a tooltip: every line kept, garbage tokens cut, at most MAX_DETAILS chars."""
     text = "\n".join(_cut_words(line, MAX_WORD) for line in message.strip().splitlines())

@@ -60,9 +60,12 @@ def error_line(text: str) -> None:
     width = imgui.get_content_region_avail().x
     limit = 200
     line = messages.one_line(text, limit)
-    while limit > 12 and imgui.calc_text_size(line).x > width:
-        limit = int(limit * 0.85)
-        line = messages.one_line(text, limit)
+    if imgui.calc_text_size(line).x > width:  # too wide: paths by their names first, so the reason shows
+        text_shown = messages.short_paths(messages.one_line(text, 10 * limit))
+        line = messages.one_line(text_shown, limit)
+        while limit > 12 and imgui.calc_text_size(line).x > width:
+            limit = int(limit * 0.85)
+            line = messages.one_line(text_shown, limit)
     imgui.text_colored(imgui.ImVec4(*ERROR_COLOUR), line)
     if imgui.is_item_hovered():
         imgui.begin_tooltip()

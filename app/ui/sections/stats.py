@@ -12,5 +12,5 @@ def stats_section(state) -> None:
                f"render {stats.get('render_ms', 0.0):5.2f} ms")
     imgui.text(f"tick {stats.get('tick_ms', 0.0):5.2f} ms   inference {stats.get('infer_ms', 0.0):5.2f} ms")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"device: {stats.get('device', 'cpu')}   "
-                                                  f"substeps {stats.get('substeps', 0)}")
+                                                  f"ticks this frame {stats.get('substeps', 0)}")
     imgui.text_colored(imgui.ImVec4(*DIM_COLOUR), f"input: {stats.get('input', 'keyboard and mouse')}")
