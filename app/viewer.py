@@ -41,6 +41,8 @@ from pfnn_core.runtime.timestep import FixedTimestep
 
 SIM_DT = 1.0 / SIM_FPS
 MAX_SUBSTEPS = 4
+STARTING_NOTICE = ("Starting: loading the model. The first start on a machine also compiles the runtime "
+                   "(up to a minute); later starts take a few seconds.")
 
 
 def create_window(width: int, height: int, visible: bool = True, vsync: bool = True):
@@ -100,9 +102,26 @@ class Viewer:
         self.closed = False  # the user asked to quit (the loop ends)
         self._window_closed = False
         self._fps, self._last_frame_start = 0.0, None
+        if model_path:  # the first start compiles the runtime's kernels: say so rather than show a black window
+            self.show_notice(STARTING_NOTICE)
         self._load_initial(model_path, bvh_path)
         self.prev_frames = self.cur_frames = self.source.frames()
         self.camera.snap(self.cur_frames[0].root_pos, body_joints(self.cur_frames[0]))
+
+    def show_notice(self, text: str) -> None:
+        """Draw and show at once a frame that only says `text` (before the first real frame)."""
+        self.draw_notice(text)
+        self.window.flip()
+
+    def draw_notice(self, text: str) -> None:
+        """Draw a frame that only says `text`, centred on the sky's colour (not flipped)."""
+        self.window.switch_to()
+        self.window.dispatch_events()
+        self.ctx.screen.use()
+        width, height = self.window.get_framebuffer_size()
+        self.ctx.viewport = (0, 0, width, height)
+        self.ctx.clear(*self.renderer.palette.horizon, 1.0)
+        self.imgui.draw_notice(text, self.window.get_size())
 
     # ---- sources -------------------------------------------------------------------------------
     def _load_initial(self, model_path, bvh_path) -> None:

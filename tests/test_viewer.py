@@ -463,6 +463,23 @@ def _error_pixels(image):
     return int(np.sum((red > 200) & (green < 140) & (blue < 140)))
 
 
+def test_the_window_says_it_is_starting_instead_of_staying_black(live):
+    # a newcomer's first start showed a black window for ~30 s while the runtime's kernels compiled
+    from app.viewer import STARTING_NOTICE
+
+    live.draw_notice(STARTING_NOTICE)
+    image = live.read_pixels().astype(int)
+    horizon = np.round(np.array(live.renderer.palette.horizon) * 255)
+    height, width = image.shape[:2]
+    corner = image[: height // 8, : width // 8].reshape(-1, 3)
+    assert np.abs(corner - horizon).max() <= 2  # the sky's colour, not black
+    middle = image[height // 3: 2 * height // 3, width // 8: 7 * width // 8]
+    text = (middle.min(axis=-1) > 225).sum()  # the notice's light letters on its dark box
+    box = (np.abs(middle - horizon).max(axis=-1) > 40).sum()
+    assert text > 200 and box > 5 * text, (text, box)  # letters inside a box
+    live.run_frames(1)
+
+
 def test_a_broken_checkpoint_from_the_panel_shows_an_error_and_the_model_keeps_running(live, tmp_path):
     live.state.show_panel = True
     running = live.source

@@ -4,7 +4,7 @@ the tests), the theme, the pyglet backend that draws the panel into the window, 
 
 from imgui_bundle import imgui, implot
 
-from app.ui.panel import gui
+from app.ui.panel import gui, notice_window
 from app.ui.theme import apply_style
 
 
@@ -54,6 +54,16 @@ class ImguiLayer:
         imgui.get_io().delta_time = max(real_dt, 1e-4)
         imgui.new_frame()
         gui(state, display_size)
+        imgui.render()
+        self.renderer.render(imgui.get_draw_data())
+
+    def draw_notice(self, text: str, display_size) -> None:
+        """One frame of the UI that only says `text`, centred (`app.ui.panel.notice_window`): what the
+        window shows while the viewer starts."""
+        imgui.set_current_context(self.context)
+        implot.set_current_context(self.implot_context)
+        imgui.new_frame()
+        notice_window(text, display_size)
         imgui.render()
         self.renderer.render(imgui.get_draw_data())
 

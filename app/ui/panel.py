@@ -63,6 +63,19 @@ def quit_dialog(state, display_size) -> None:
     imgui.end()
 
 
+def notice_window(text: str, display_size) -> None:
+    """A box in the middle of the window saying `text` (wrapped), nothing else."""
+    flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_inputs |
+             imgui.WindowFlags_.no_nav | imgui.WindowFlags_.no_move)
+    imgui.set_next_window_pos(imgui.ImVec2(display_size[0] / 2, display_size[1] / 2), imgui.Cond_.always,
+                              imgui.ImVec2(0.5, 0.5))
+    imgui.begin("##notice", None, flags)
+    imgui.push_text_wrap_pos(imgui.get_cursor_pos_x() + min(440.0, display_size[0] * 0.8))
+    imgui.text(text)
+    imgui.pop_text_wrap_pos()
+    imgui.end()
+
+
 def gui(state, display_size=(1280, 720)) -> None:
     """Build this frame's UI from `state` (widgets write straight back into it)."""
     hud_window(state, display_size)
