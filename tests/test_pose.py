@@ -271,6 +271,47 @@ def test_a_held_toe_is_reached_and_the_foot_turns_about_it(walk_motion):
     assert np.linalg.norm(shown[1] - shown[0]) == pytest.approx(bone, abs=1e-6)
 
 
+def test_a_heel_pinned_after_its_toe_comes_down_onto_its_pin_over_the_blend_time(walk_motion):
+    """The toe pinned 6 cm behind the network's toe carries the rigid foot; then the heel's contact rises
+    and its pin starts at the network's ankle. Taken at once the shown ankle jumps there in one tick (a
+    pop); with `pin_blend_time` its pin's share of the foot grows by dt / time per tick (`_blend_pins`):
+    it comes there over that many ticks, a step at a time, the toe held on its pin throughout."""
+    plan, dt = _plan(walk_motion), 1 / 60
+    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
+    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
+
+    def network():
+        return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
+
+    feet = network().positions[0, plan.contact_joints].copy()
+    pins = feet.copy()
+    pins[1] += [0.0, 0.0, -0.06]
+    contacts = np.array([[0.9, 0.9, 0.1, 0.1]])  # the left heel's contact has risen, its toe's is high
+
+    def ticks(blend_time, count):
+        settings = RuntimeSettings()
+        settings.pin_blend_time = blend_time
+        locks = FootLocks(pins[None].copy(), np.array([[0.0, 1.0, 0.0, 0.0]]), np.array([[False, True, False, False]]),
+                          np.zeros((1, 4, 3)))
+        pull, shown = np.array([[0.0, 1.0, 0.0, 0.0]]), []
+        for _ in range(count):
+            placed = place_feet(network(), np.zeros((1, 3)), np.zeros(1), contacts, locks, settings, None, dt, plan,
+                                pull=pull)
+            locks, pull = placed.locks, placed.pull
+            shown.append(placed.positions[0, plan.contact_joints].copy())
+        return np.array(shown)
+
+    at_once, blended = ticks(0.0, 8), ticks(0.1, 8)
+    before = feet[0] + (pins[1] - feet[1])  # the ankle carried by the toe pin: where it was shown
+    jump = np.linalg.norm(at_once[0, 0] - before)
+    assert jump > 0.04  # taken at once, the heel moves 4+ cm in one tick
+    np.testing.assert_allclose(at_once[0, 0], at_once[-1, 0], atol=1e-9)
+    steps = np.linalg.norm(np.diff(np.concatenate([before[None], blended[:, 0]]), axis=0), axis=-1)
+    assert steps[0] < 0.3 * jump and steps.max() < 0.3 * jump  # a sixth of the way per tick (smoothed by IK)
+    np.testing.assert_allclose(blended[6:, 0], at_once[6:, 0], atol=1e-6)  # there after 0.1 s, and staying
+    np.testing.assert_allclose(blended[:, 1], pins[1][None].repeat(8, 0), atol=1e-3)  # the toe on its pin
+
+
 def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_motion):
     """The network drags a swinging foot along the floor (its contact outputs low; its speed is from where
     the foot was shown last tick): the runtime keeps its

@@ -61,6 +61,7 @@ class FootRules(NamedTuple):
     land_keep: float  # share of a new pin's landing velocity kept per tick (0: a pin stops its joint at once)
     release_rate: float  # 1/s: a released pin's offset decays as a spring at this rate (0: smoothstep fade)
     release_lift: float  # m: the spring's horizontal part at full rate once the joint is this high (0: always)
+    pull_rise: float  # per tick: how much a pin's share of the shown foot may grow (>= 1: at once)
     dt: float  # s
 
 
@@ -90,6 +91,7 @@ class FeetInput(NamedTuple):
     locks: ik.FootLocks  # [B, 4] last tick's pins (stepping never None here)
     swing_lift: np.ndarray  # [B, 2] m, last tick's swing lift per foot
     toe_hold: np.ndarray  # [B, 2] m, how far last tick held each foot's toe down (`reach._hold_toe_off`)
+    pull: np.ndarray  # [B, 4] each contact joint's goal's share of the shown foot last tick (`_blend_pins`)
     heel_off: np.ndarray  # [B] bool: a held toe may lift its heel (walking, not strafing)
     settling: np.ndarray  # [B] bool: settling steps instead of pins
     settle: settle.SettleState  # [B] last tick's settling steps (`start` is updated in place)
@@ -108,6 +110,7 @@ class FeetOutput(NamedTuple):
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when not finite)
     swing_lift: np.ndarray  # [B, 2]
     toe_hold: np.ndarray  # [B, 2]
+    pull: np.ndarray  # [B, 4]
 
 
 class Settling(NamedTuple):
@@ -131,6 +134,7 @@ class PlacedFeet:
     extent: np.ndarray  # [B] m, farthest body joint from the root (inf when a position is not finite)
     swing_lift: np.ndarray  # [B, 2] m: each foot's swing lift (`settings.swing_clearance`)
     toe_hold: np.ndarray  # [B, 2] m: how far each foot's toe is held down (`settings.hold_toe_off`)
+    pull: np.ndarray  # [B, 4] each contact joint's goal's share of the shown foot (`settings.pin_blend_time`)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +227,17 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
     if rules.locking and rules.catch_up_height >= 0.0:
         _step_whole_feet(foot_pos, goals, pull, locks.target[b], locks.weight[b], locks.active[b], locks.offset[b],
                          locks.stepping[b])
+
+
+@njit
+def _blend_pins(pull, before, rise):
+    """A pin's share of the shown foot grows by at most `rise` per tick from last tick's (`before`):
+    a joint pinned while the other joint of its foot already stands (a heel coming down after its toe,
+    a toe after its heel) had been shown where the other pin carried the rigid foot, off its own pin,
+    and taken onto it in one tick the heel slapped down or the toe snapped over (a pop). Falling
+    shares (a release's fade) are not limited."""
+    for s in range(pull.shape[0]):
+        pull[s] = min(pull[s], before[s] + rise)
 
 
 @njit
@@ -351,6 +366,8 @@ def _feet_kernel(rules, plan, inputs, out):
                 locks.stepping[b, s] = False
         else:
             _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull)
+            if rules.pull_rise < 1.0:
+                _blend_pins(pull, inputs.pull[b], rules.pull_rise)
         if rules.has_floor:
             _lift_swinging_feet(goals, pull, speed, inputs.contacts[b], rules.threshold, plan.floor_heights,
                                 0.0 if inputs.settling[b] else rules.swing_clearance, inputs.swing_lift[b],
@@ -372,6 +389,8 @@ def _feet_kernel(rules, plan, inputs, out):
             any_constrained = any_constrained or pull[s] > 0.0
         if rules.ik_on and any_constrained:
             _solve_legs(b, rules, plan, inputs, goals, pull)
+        for s in range(slots):
+            out.pull[b, s] = pull[s]
         _shown_rotations(b, plan, inputs, out)
 
 
@@ -392,12 +411,13 @@ def foot_rules(settings, dt: float) -> FootRules:
         floor_on=False, has_floor=False, ik_on=bool(settings.ik_enabled), reach=LEG_REACH,
         step_time=float(settings.settle_step_time), step_height=float(settings.settle_step_height),
         land_keep=float(ik.landing_keep(float(settings.pin_landing_time), float(dt))),
-        release_rate=float(release_rate(float(settings.pin_release_time))), release_lift=RELEASE_LIFT, dt=float(dt))
+        release_rate=float(release_rate(float(settings.pin_release_time))), release_lift=RELEASE_LIFT,
+        pull_rise=float(dt) / float(settings.pin_blend_time) if settings.pin_blend_time > 0.0 else 1.0, dt=float(dt))
 
 
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling: Settling | None = None, shown_before=None, swing_lift=None,
-               heel_off=None, toe_hold=None) -> PlacedFeet:
+               heel_off=None, toe_hold=None, pull=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling.characters`, play the
     settling steps (`settle.settle_character`: the stance placed under the hips moved by the root's
     remaining travel); keep contact joints at or above their floor heights [4] (when
@@ -421,6 +441,7 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                        velocity=np.zeros((batch, slots, 3)) if locks.velocity is None else locks.velocity),
         np.zeros((batch, slots // 2)) if swing_lift is None else np.ascontiguousarray(swing_lift, np.float64),
         np.zeros((batch, slots // 2)) if toe_hold is None else np.ascontiguousarray(toe_hold, np.float64),
+        np.ones((batch, slots)) if pull is None else np.ascontiguousarray(pull, np.float64),
         np.ones(batch, bool) if heel_off is None else np.ascontiguousarray(heel_off, np.bool_),
         settling.characters, settling.state._replace(start=start),
         pose.positions if shown_before is None else shown_before,
@@ -430,8 +451,9 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
                      np.empty((batch, slots, 3)), np.empty((batch, slots), dtype=bool), np.empty((batch, slots, 3))),
         np.empty(batch, dtype=np.int64), np.empty(batch), np.empty(batch, dtype=np.int64),
         np.empty((batch, joints, 4)), np.empty(batch), np.empty((batch, slots // 2)),
-        np.zeros((batch, slots // 2)))  # toe_hold: 0 unless `_hold_toe_off` holds a toe
+        np.zeros((batch, slots // 2)),  # toe_hold: 0 unless `_hold_toe_off` holds a toe
+        np.empty((batch, slots)))
     _feet_kernel(rules, feet_plan, inputs, out)
     return PlacedFeet(pose.positions, out.rotations, out.locks,
                       settle.SettleState(settling.characters, out.settle_foot, out.settle_progress, start,
-                                         out.settle_steps), out.extent, out.swing_lift, out.toe_hold)
+                                         out.settle_steps), out.extent, out.swing_lift, out.toe_hold, out.pull)

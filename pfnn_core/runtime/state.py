@@ -41,6 +41,7 @@ class CharacterState:
     locks: FootLocks  # [B, 4, ...] each contact joint's pin: world target, weight, held, offset, catch-up step
     swing_lift: np.ndarray  # [B, 2] m: how far each foot is held up in its swing (`feet.place_feet`)
     toe_hold: np.ndarray  # [B, 2] m: how far each foot's toe is held down in a toe-off (`reach._hold_toe_off`)
+    pin_pull: np.ndarray  # [B, 4] each contact joint's goal's share of the shown foot (`feet._blend_pins`)
     settle: settle.SettleState  # [B, ...] the settling steps after a stop (`settle.py`)
     trajectory: History  # [B, 61, 9] world root position, facing, gait (stand/walk/run); last 1 s, newest last
     traj_future_pos: np.ndarray  # [B, 6, 3] world, blended trajectory the network was conditioned on
@@ -134,7 +135,8 @@ def initial_state(model: MotionModel, batch: int = 1, positions=None, yaws=None,
         contacts=np.zeros((batch, feet)),
         locks=FootLocks(world_pos[:, model.contact_joints].copy(), np.zeros((batch, feet)), np.zeros((batch, feet), bool),
                         np.zeros((batch, feet, 3)), np.zeros((batch, feet), bool), np.zeros((batch, feet, 3))),
-        swing_lift=np.zeros((batch, feet // 2)), toe_hold=np.zeros((batch, feet // 2)), settle=settle.idle_state(batch),
+        swing_lift=np.zeros((batch, feet // 2)), toe_hold=np.zeros((batch, feet // 2)),
+        pin_pull=np.zeros((batch, feet)), settle=settle.idle_state(batch),
         trajectory=History.filled(np.concatenate([root_pos, facing, stand_gait], axis=-1), HISTORY_LENGTH),
         traj_future_pos=repeat(root_pos, future), traj_future_dir=repeat(facing, future),
         traj_command_pos=repeat(root_pos, future), traj_command_dir=repeat(facing, future),
@@ -188,6 +190,7 @@ def placed(state: CharacterState, positions, yaws) -> CharacterState:
                         locks.stepping[index].copy(),
                         None if locks.velocity is None else vector(locks.velocity)),
         swing_lift=state.swing_lift[index].copy(), toe_hold=state.toe_hold[index].copy(),
+        pin_pull=state.pin_pull[index].copy(),
         settle=settle.SettleState(stop.active[index].copy(), stop.foot[index].copy(), stop.progress[index].copy(),
                                   point(stop.start), stop.steps[index].copy()), trajectory=history,
         traj_future_pos=point(state.traj_future_pos), traj_future_dir=vector(state.traj_future_dir),

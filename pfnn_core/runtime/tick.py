@@ -97,7 +97,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
     feet = place_feet(pose, state.root_pos, root_yaw, contacts,
                       state.locks, settings,
                       model.floor_heights, dt, model.plan, settling, shown_before=state.world_joint_pos,
-                      swing_lift=state.swing_lift, toe_hold=state.toe_hold,
+                      swing_lift=state.swing_lift, toe_hold=state.toe_hold, pull=state.pin_pull,
                       heel_off=walking & ~commands.strafe)
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
@@ -116,7 +116,7 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
         root_pos=motion.position, root_rot=quat_from_yaw(motion.yaw), phase=phase,
         joint_pos=pose.fed_back, joint_vel=joint_vel,
         world_joint_pos=feet.positions, world_joint_rot=feet.rotations, contacts=contacts,
-        locks=feet.locks, swing_lift=feet.swing_lift, toe_hold=feet.toe_hold, settle=feet.settle,
+        locks=feet.locks, swing_lift=feet.swing_lift, toe_hold=feet.toe_hold, pin_pull=feet.pull, settle=feet.settle,
         trajectory=state.trajectory.append(np.concatenate([motion.position, facing_from_yaw(motion.yaw),
                                                            trajectory.gait[:, 0]], axis=-1)),
         traj_future_pos=trajectory.future_pos, traj_future_dir=trajectory.future_dir,
