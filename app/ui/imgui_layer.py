@@ -62,9 +62,10 @@ class ImguiLayer:
         window shows while the viewer starts."""
         imgui.set_current_context(self.context)
         implot.set_current_context(self.implot_context)
-        imgui.new_frame()
-        notice_window(text, display_size)
-        imgui.render()
+        for _ in range(2):  # an auto-sized window is measured, not shown, in its first frame
+            imgui.new_frame()
+            notice_window(text, display_size)
+            imgui.render()
         self.renderer.render(imgui.get_draw_data())
 
     def close(self) -> None:
