@@ -140,7 +140,7 @@ def cycle_physics(state) -> None:
 
 
 def push_character(viewer) -> None:
-    """A push at the followed character's chest along the camera's view (with the physics on)."""
+    """A push at the followed character's chest toward the screen's right (with the physics on)."""
     physics = getattr(viewer.live_source, "physics", None)
     impulse = push_impulse(viewer.camera.view_yaw(), viewer.state.physics.push_strength)
     if viewer.source is viewer.live_source and physics is not None and physics.push(impulse):

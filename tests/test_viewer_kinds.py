@@ -12,6 +12,7 @@ import pytest
 from conftest import click_widget
 from pyglet.window import key
 
+from app.render.camera import Camera, project_points
 from app.render.overlays import FORCE_SCALE, GROUND_LIFT, foot_force_geometry, ghost_geometry
 from app.render.scene import SceneFrame, drawn_bones, lerp
 from app.sources.physics import PUSH_IMPULSE, push_impulse
@@ -58,9 +59,17 @@ def test_the_ghost_is_the_kinematic_pose_drawn_through_the_body_and_interpolates
     assert ghost_geometry(_frame()).lines == []
 
 
-def test_a_push_goes_along_the_cameras_view():
-    np.testing.assert_allclose(push_impulse(0.0), [0.0, 0.0, PUSH_IMPULSE], atol=1e-9)  # yaw 0 looks along +Z
-    np.testing.assert_allclose(push_impulse(np.pi / 2), [PUSH_IMPULSE, 0.0, 0.0], atol=1e-9)
+def test_a_push_goes_across_the_view_toward_the_screens_right():
+    np.testing.assert_allclose(push_impulse(0.0), [-PUSH_IMPULSE, 0.0, 0.0], atol=1e-9)  # looking along +Z: -X
+    np.testing.assert_allclose(push_impulse(np.pi / 2), [0.0, 0.0, PUSH_IMPULSE], atol=1e-9)  # along +X: +Z
+    for yaw in (0.0, 1.0, 2.5, 4.0):  # on screen: straight to the right, whatever the camera's angle
+        camera = Camera()
+        camera.yaw = yaw
+        camera.snap(np.zeros(3))
+        step = push_impulse(camera.view_yaw()) / PUSH_IMPULSE
+        chest = np.array([[0.0, 1.3, 0.0], [step[0], 1.3, step[2]]])
+        pixels = project_points(chest, camera.projection(16 / 9) @ camera.view(), 1600, 900)
+        assert pixels[1, 0] - pixels[0, 0] > 100 and abs(pixels[1, 1] - pixels[0, 1]) < 1e-3
 
 
 # ---- the viewer ----------------------------------------------------------------------------------

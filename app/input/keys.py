@@ -90,7 +90,7 @@ CONTROLS = (
     # --- the simulated body (pfnn_core.physics)
     Control("cycle_physics", "Physics", "physics: off / on / both (the kinematic pose as a ghost)", _keys(key.G)),
     Control("push_character", "Physics",
-            "push the character at the chest along the camera's view (30 N s; Physics section: strength)", _keys(key.B)),
+            "push the character at the chest toward the screen's right (60 N s; Physics section: strength)", _keys(key.B)),
     # --- capture
     Control("screenshot", "Capture", "save a screenshot (PNG named by date and time)", _keys(key.F12)),
     Control("toggle_video", "Capture", "start / stop recording a video (MP4)", _keys(key.F12, modifiers=SHIFT)),

@@ -19,13 +19,15 @@ from pfnn_core.physics.layer import physics_for
 from pfnn_core.physics.settings import PhysicsSettings
 
 MODES = ("off", "on", "both")
-PUSH_IMPULSE = 30.0  # N s at the chest: what a push key gives (the evaluation's push)
+PUSH_IMPULSE = 60.0  # N s at the chest: what the push key gives by default (twice the evaluation's 30)
 ERROR_TRACE_TICKS = 240  # the tracking error of the last 4 s (60 Hz), for the panel's plot
 
 
 def push_impulse(view_yaw: float, size: float = PUSH_IMPULSE) -> np.ndarray:
-    """[3] N s along the camera's viewing direction on the ground (`Camera.view_yaw`: 0 looks along +Z)."""
-    return size * np.array([np.sin(view_yaw), 0.0, np.cos(view_yaw)])
+    """[3] N s across the camera's view on the ground, toward the screen's right (`Camera.view_yaw`: 0
+    looks along +Z, the screen's right then -X). Along the view, a push was toward or away from the
+    camera: with the camera behind a walker, along its walk, and a newcomer saw no reaction at all."""
+    return size * np.array([-np.cos(view_yaw), 0.0, np.sin(view_yaw)])
 
 
 def followed_tracker(character, settings: PhysicsSettings):

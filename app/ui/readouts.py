@@ -34,5 +34,5 @@ class PhysicsPanel:
     figures: dict = field(default_factory=dict)  # tracking_error (m), root_force (N), foot_forces [4, 3], physics_ms
     error_trace: list = field(default_factory=list)  # m, the tracking error of the last seconds' ticks
     pushes: int = 0
-    push_strength: float = 30.0  # N s: what the push key gives (30, the evaluation's push, carries a body ~9 cm)
+    push_strength: float = 60.0  # N s: what the push key gives (60 carries the hips ~17 cm; the evaluation's 30, ~9 cm)
     error: str = ""  # why the body could not be made

@@ -44,7 +44,7 @@ def mode_selector(state) -> None:
     if imgui.button(f"Push ({keys.keys_label(keys.control('push_character'))})"):  # its own line: never cut off
         state.request("push_character")
     remember_rect(state, "physics_push")
-    tooltip(f"{state.physics.push_strength:.0f} N s at the chest along the camera's view")
+    tooltip(f"{state.physics.push_strength:.0f} N s at the chest, toward the screen's right")
     imgui.same_line()
     imgui.push_item_width(120)
     _, strength = imgui.slider_float("N s##push_strength", state.physics.push_strength, PUSH_RANGE[0], PUSH_RANGE[1],
