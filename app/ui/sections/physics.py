@@ -74,13 +74,17 @@ def physics_figures(state) -> None:
 
 
 def error_plot(trace) -> None:
-    if len(trace) < 2 or not implot.begin_plot("##tracking_error", imgui.ImVec2(-1, 110)):
+    """The tracking error of the last seconds: three y ticks (0, half, top; implot's own crowded six
+    labels into the plot's 60 px), no legend (the section's line above names it)."""
+    if len(trace) < 2 or not implot.begin_plot("##tracking_error", imgui.ImVec2(-1, 120), implot.Flags_.no_legend):
         return
     values = 100.0 * np.asarray(trace, np.float64)
     seconds = (np.arange(len(values)) - (len(values) - 1)) / 60.0
-    implot.setup_axes("s", "cm")
+    top = max(5.0, float(np.ceil(1.1 * values.max())))
+    implot.setup_axes("s", "tracking error, cm")
     implot.setup_axis_limits(implot.ImAxis_.x1, float(seconds[0]), 0.0, imgui.Cond_.always)
-    implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, max(5.0, 1.1 * float(values.max())), imgui.Cond_.always)
+    implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, top, imgui.Cond_.always)
+    implot.setup_axis_ticks(implot.ImAxis_.y1, 0.0, top, 3)
     implot.plot_line("tracking error", seconds, values)
     implot.end_plot()
 
