@@ -149,11 +149,8 @@ class RuntimeSettings:
                                        "A released foot rejoins the network's foot as a spring of this time constant (0 = fade).",
                                        min=0.0, max=0.1, step=0.005)
     # A new pin's share of the shown foot grows to 1 over this long (s) instead of in one tick
-    # (`feet._blend_pins`): a heel pinned after its toe (or a toe after its heel) was shown where the
-    # other pin carried the rigid foot and jumped onto its own pin (a pop). 0 = at once. Chosen on the
-    # tuning drives (0 / 0.05 / 0.1 / 0.2 s): the motion VAE's pops 18.5 / 12.6 / 9.2 / 8.8 per minute,
-    # its walk noise 116 / 96 / 72 / 65 (m/s^2)^2, foot skating within 1% but for 0.2 s (run_slowdowns'
-    # walk +14%); at 0.1 s the PFNN's backward-walk noise 37.4 -> 30.7 and the matcher's 70 -> 55.
+    # (`feet._blend_pins`): a heel pinned after its toe jumped in one tick from where the toe pin carried
+    # the foot onto its own pin (a pop). 0 = at once. Why 0.1 s: docs/EVALUATION.md.
     pin_blend_time: float = tunable(0.1, "Pin blend time (s)",
                                      "A foot joint newly pinned moves onto its pin over this long (0 = at once).",
                                      min=0.0, max=0.2, step=0.01)
