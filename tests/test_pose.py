@@ -271,18 +271,25 @@ def test_a_held_toe_is_reached_and_the_foot_turns_about_it(walk_motion):
     assert np.linalg.norm(shown[1] - shown[0]) == pytest.approx(bone, abs=1e-6)
 
 
+def _network_pose_maker(walk_motion, frame=40):
+    """(plan, dt, a function giving a fresh network pose of the mocap's `frame` at the origin each call:
+    `place_feet` solves the pose it is given in place)."""
+    plan, dt = _plan(walk_motion), 1 / 60
+    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, frame, 0.0, np.zeros(3))
+    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
+
+    def network_pose():
+        return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
+
+    return plan, dt, network_pose
+
+
 def test_a_heel_pinned_after_its_toe_comes_down_onto_its_pin_over_the_blend_time(walk_motion):
     """The toe pinned 6 cm behind the network's toe carries the rigid foot; then the heel's contact rises
     and its pin starts at the network's ankle. Taken at once the shown ankle jumps there in one tick (a
     pop); with `pin_blend_time` its pin's share of the foot grows by dt / time per tick (`_blend_pins`):
     it comes there over that many ticks, a step at a time, the toe held on its pin throughout."""
-    plan, dt = _plan(walk_motion), 1 / 60
-    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
-    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
-
-    def network():
-        return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
-
+    plan, dt, network = _network_pose_maker(walk_motion)
     feet = network().positions[0, plan.contact_joints].copy()
     pins = feet.copy()
     pins[1] += [0.0, 0.0, -0.06]
@@ -318,13 +325,7 @@ def test_a_fast_free_foot_on_the_floor_is_lifted_to_the_swing_clearance(walk_mot
     toe `swing_clearance` above the toe's floor level, the whole foot raised (its shape and horizontal
     place kept), the lift moving at SWING_LIFT_RATE at most. A slow foot, a foot the network calls
     planted and a clearance of 0 are let down at that rate."""
-    plan, dt = _plan(walk_motion), 1 / 60
-    rot6, local_pos, _ = _prediction_from_mocap(walk_motion, 40, 0.0, np.zeros(3))
-    previous = (local_pos, np.zeros_like(local_pos), np.zeros((1, 3)), np.zeros(1), np.ones(1))
-
-    def network_pose():
-        return pose_from_prediction(np.zeros((1, 3)), np.zeros(1), rot6, local_pos, previous, 0.0, dt, True, plan)
-
+    plan, dt, network_pose = _network_pose_maker(walk_motion)
     feet = network_pose().positions[0, plan.contact_joints].copy()
     floor = feet[:, 1].copy()  # every contact joint at its floor level now
     empty = FootLocks(feet[None].copy(), np.zeros((1, 4)), np.zeros((1, 4), bool), np.zeros((1, 4, 3)))
