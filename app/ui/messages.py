@@ -13,6 +13,7 @@ MAX_WORD = 40  # longer runs of non-spaces are cut (garbage tokens, long hashes)
 MAX_PATH = 240
 MAX_DETAILS = 600
 _PATH_LIKE = re.compile(r"^['\"(]?~?[\w.+-]*/[\w./+-]*['\")]?[:,]?$")
+_PATH_PARTS = re.compile(r"^(['\"(]?)(?:.*/)?([^/]+?)/*(['\")]?[:,]?)$")  # quote, folders, name, end
 
 
 def failure_message(verb: str, path, error: BaseException) -> str:
@@ -59,15 +60,7 @@ def _cut_words(text: str, max_word: int) -> str:
 def short_paths(text: str) -> str:
     """`text` with each path in it said by its last part ('/a/b/walk.bvh:' -> 'walk.bvh:'): a line too
     narrow for a whole path keeps the reason after it (the tooltip has the path)."""
-    def short(word: str) -> str:
-        if not _PATH_LIKE.match(word) or "/" not in word.strip("'\"():,"):
-            return word
-        tail = re.match(r"^(.*?)(['\")]?[:,]?)$", word)
-        body, end = tail.group(1), tail.group(2)
-        name = body.rstrip("/").rsplit("/", 1)[-1]
-        return (body[0] if body[:1] in "'\"(" else "") + name + end
-
-    return " ".join(short(word) for word in text.split(" "))
+    return " ".join(_PATH_PARTS.sub(r"\1\2\3", word) if _PATH_LIKE.match(word) else word for word in text.split(" "))
 
 
 def details(message: str) -> str:
