@@ -368,3 +368,48 @@ def test_device_names_resolve_once_for_training_and_the_runtime(tmp_path, data):
             resolve_device("cuda:1")
         with pytest.raises(ValueError, match="CUDA is not available"):
             train(tiny_config(tmp_path, device="cuda"), data=data)
+
+
+def test_kind_fit_compares_each_kinds_predicted_root_speed_with_its_data(data):
+    from pfnn_core.training.kind_fit import fit_of_rows, kind_fit, smooth_l1
+    # SmoothL1 by hand: half the square below 1, |e| - 0.5 above
+    assert np.allclose(smooth_l1(np.array([0.5, -2.0, 0.0])), [0.125, 1.5, 0.0])
+    tagged = labelled(data, ["walk-left", "walk-back"] + ["walk"] * 6)
+    y_std = np.full(data.y.shape[1], 2.0)
+    truth = {row.tobytes(): i for i, row in enumerate(data.x.astype(np.float64))}
+    root_vel = data.layout.y.slice("root_vel")
+
+    def slow_backwards(x, phase, style):
+        rows = np.array([truth[row.tobytes()] for row in x])
+        y = data.y[rows].astype(np.float64)
+        y[data.clip[rows] == 1, root_vel] *= 0.5  # clip 1 walks backwards at half its speed
+        y[data.clip[rows] == 0, 0] += 1.0  # the side-step's first output one std (2.0) off
+        return y
+
+    fits = {item.kind: item for item in kind_fit(slow_backwards, tagged, y_std)}
+    assert set(fits) == {"walk", "side", "back"}
+    assert fits["walk"].rows == 6 * 90 and fits["side"].rows == 90 and fits["back"].rows == 90
+    assert fits["walk"].fit == 0.0 and fits["walk"].speed_ratio == pytest.approx(1.0)
+    assert fits["back"].speed_ratio == pytest.approx(0.5)
+    # an error of 0.5 std in one of the outputs: 0.125 / outputs
+    assert fits["side"].fit == pytest.approx(0.125 / data.y.shape[1])
+    # rows standing still do not count in the ratio
+    still = np.zeros((3, data.y.shape[1]))
+    assert np.isnan(fit_of_rows(still, still, y_std, root_vel)[1])
+    assert [item.rows for item in kind_fit(slow_backwards, tagged, y_std, max_rows=50)] == [50, 50, 50]
+
+
+def test_cli_prints_the_trained_models_fit_per_motion_kind(tmp_path, capsys, monkeypatch, data):
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    (folder / "a.bvh").write_text("HIERARCHY\n")
+    tagged = labelled(data, ["walk-left", "walk-back"] + ["walk"] * 6)
+    monkeypatch.setattr(cli, "load_training_data", lambda config, **kwargs: tagged)
+    out = tmp_path / "m.safetensors"
+    assert main([str(folder), "--out", str(out), "--epochs", "2", "--hidden", "16", "--threads", "1",
+                 "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "one-step fit per motion kind" in err
+    lines = {line.split()[0]: line for line in err.splitlines() if line.startswith("  ") and " rows: fit " in line}
+    assert set(lines) == {"walk", "side", "back"}
+    assert "540 rows" in lines["walk"] and "root speed" in lines["walk"]

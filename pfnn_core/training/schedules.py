@@ -62,13 +62,19 @@ def oversampled_rows(train_rows: np.ndarray, data, factors: dict) -> np.ndarray:
             raise ValueError(f"oversample: the factor of '{kind}' must be a whole number >= 1, got {factor}")
     if not data.clip_labels:
         raise ValueError("oversample: this dataset has no clip labels to find motion kinds by")
-    clip_kinds = np.array([motion_kind(ClipLabel(label["style"], label["content"]))
-                           for label in data.clip_labels])
-    kinds = clip_kinds[data.clip[train_rows]]
-    standing = getattr(data, "standing", None)
-    if standing is not None:
-        kinds = np.where(standing[train_rows], "stand", kinds)
+    kinds = row_kinds(data, train_rows)
     parts = [train_rows]
     for kind, factor in factors.items():
         parts += [train_rows[kinds == kind]] * (int(factor) - 1)
     return np.concatenate(parts)
+
+
+def row_kinds(data, rows: np.ndarray) -> np.ndarray:
+    """The motion kind (`statistics.motion_kind`) of each row: its clip's, 'stand' for calm standing
+    rows, 'unknown' for every row of a set without clip labels."""
+    if not data.clip_labels:
+        return np.full(len(rows), "unknown")
+    clip_kinds = np.array([motion_kind(ClipLabel(label["style"], label["content"])) for label in data.clip_labels])
+    kinds = clip_kinds[data.clip[rows]]
+    standing = getattr(data, "standing", None)
+    return kinds if standing is None else np.where(standing[rows], "stand", kinds)
