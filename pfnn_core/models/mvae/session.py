@@ -88,7 +88,7 @@ def _tensors(data, norm: dict, x_layout, y_layout) -> MVAETensors:
                           getattr(data, "floor_heights", None))
     return MVAETensors(torch.from_numpy(frames), torch.from_numpy(control),
                        torch.as_tensor(np.array(data.phase, np.float32)),
-                       torch.as_tensor(np.asarray(data.style, np.int64)) if styles else None, styles, parts,
+                       torch.as_tensor(np.array(data.style, np.int64)) if styles else None, styles, parts,
                        idle=torch.from_numpy(idle), stand_control=torch.from_numpy(np.array(stand_control)),
                        future_control=torch.from_numpy(future))
 
