@@ -60,7 +60,7 @@ def kind_fit(predict, data, y_std, rows=None, max_rows: int = 20000, seed: int =
     `PFNNModel.predict`) against the data's own outputs, on at most `max_rows` rows of each kind."""
     rows = np.arange(len(data.x)) if rows is None else np.asarray(rows)
     kinds = row_kinds(data, rows)
-    style = np.eye(len(data.styles))[data.style] if data.styles and data.style is not None else None
+    one_hot = np.eye(len(data.styles)) if data.styles and data.style is not None else None
     rng = np.random.default_rng(seed)
     root_vel = data.layout.y.slice("root_vel")
     fits = []
@@ -69,7 +69,7 @@ def kind_fit(predict, data, y_std, rows=None, max_rows: int = 20000, seed: int =
         if len(chosen) > max_rows:
             chosen = np.sort(rng.choice(chosen, max_rows, replace=False))
         predicted = np.asarray(predict(data.x[chosen].astype(np.float64), data.phase[chosen],
-                                       None if style is None else style[chosen]), dtype=np.float64)
+                                       None if one_hot is None else one_hot[data.style[chosen]]), dtype=np.float64)
         fit, ratio = fit_of_rows(predicted, data.y[chosen].astype(np.float64), np.asarray(y_std, np.float64), root_vel)
         fits.append(KindFit(kind, len(chosen), fit, ratio))
     return fits
