@@ -85,7 +85,8 @@ def synthetic_data(clips=8, frames=90, seed=0, styles=0) -> TinyData:
                     next_index=np.concatenate(nexts), layout=ModelLayout(x_layout, y_layout),
                     clip_names=[f"clip{i}.bvh" for i in range(clips)],
                     skeleton={"names": NAMES, "parents": PARENTS, "offsets": OFFSETS},
-                    stride={"walk": 1.3}, gait_speeds={"walk": 1.1, "run": 3.4},
+                    stride={"speed": [1.1], "stride_length": [1.3], "linear": [1.3, 0.0], "num_cycles": 0},
+                    gait_speeds={"walk": 1.1, "run": 3.4},
                     style=np.concatenate(clip_ids) % max(styles, 1),
                     styles=[f"style{i}" for i in range(styles)], floor_heights=[0.08, 0.02, 0.08, 0.02])
 

@@ -21,13 +21,13 @@ from typing import Callable
 from pfnn_core.data import checks
 from pfnn_core.models.matching import build as matching_build
 from pfnn_core.models.mvae import train as mvae_train
-from pfnn_core.models.registry import load_checkpoint
+from pfnn_core.models.registry import load_model
 from pfnn_core.motion import bvh
 from pfnn_core.threads import set_thread_counts
 from pfnn_core.training import distributed, loop
 from pfnn_core.training.config import DEFAULT_OUT, TrainConfig, TrainingError, TrainResult
 from pfnn_core.training.dataset import load_training_data
-from pfnn_core.training.kind_fit import checkpoint_predictor, kind_fit, kind_fit_lines
+from pfnn_core.training.kind_fit import kind_fit, kind_fit_lines
 from pfnn_core.training.resume import resume_config, resumed_kind
 
 # Model kind -> its training function, (config, progress, stop, data) -> TrainResult.
@@ -288,8 +288,8 @@ def _fit_report(result: TrainResult, data, context: distributed.Context) -> list
     """The trained PFNN's one-step fit per motion kind of its data (`kind_fit`), for the main process."""
     if data is None or result.out_path is None or result.stopped or not context.is_main:
         return []
-    checkpoint = load_checkpoint(result.out_path)
-    return kind_fit_lines(kind_fit(checkpoint_predictor(checkpoint), data, checkpoint.norm["y_std"].numpy()))
+    model = load_model(result.out_path, device="cpu", backend="torch")
+    return kind_fit_lines(kind_fit(model.predict, data, model.norm_np["y_std"]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from pfnn_core.training.schedules import row_kinds
 
@@ -39,20 +38,6 @@ def fit_of_rows(predicted: np.ndarray, target: np.ndarray, y_std: np.ndarray, ro
         return fit, float("nan")
     predicted_speed = np.linalg.norm(predicted[:, root_vel], axis=1)
     return fit, float(predicted_speed[moving].mean() / true_speed[moving].mean())
-
-
-def checkpoint_predictor(checkpoint):
-    """`predict(x, phase, style) -> y` (raw arrays) of a PFNN checkpoint's network, on the CPU."""
-    model, norm = checkpoint.model.cpu().eval(), {name: value.cpu().float() for name, value in checkpoint.norm.items()}
-
-    @torch.no_grad()
-    def predict(x, phase, style):
-        inputs = (torch.as_tensor(x, dtype=torch.float32) - norm["x_mean"]) / norm["x_std"]
-        style = None if style is None or not checkpoint.config.num_styles else torch.as_tensor(style, dtype=torch.float32)
-        y = model(inputs, torch.as_tensor(phase, dtype=torch.float32), style)
-        return (y * norm["y_std"] + norm["y_mean"]).numpy()
-
-    return predict
 
 
 def kind_fit(predict, data, y_std, rows=None, max_rows: int = 20000, seed: int = 0) -> list[KindFit]:
