@@ -208,6 +208,20 @@ def test_bad_model_path_or_drive_is_a_clear_error(tmp_path, capsys):
     assert "unknown drive 'moonwalk'" in capsys.readouterr().err
 
 
+def test_threads_limit_numpys_blas_pools_as_well_as_torchs(tmp_path):
+    """`--threads 1` must hold every pool to one thread: with torch's alone, numpy's BLAS kept its
+    pool of all cores and an evaluation beside a training took both."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threadpool_limits(limits=2)
+    torch.set_num_threads(2)
+    assert cli.main(["--model", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "o"),
+                     "--threads", "1"]) == 2  # the limits are set before the model is read
+    pools = threadpool_info()
+    assert pools and all(pool["num_threads"] == 1 for pool in pools)
+    assert torch.get_num_threads() == 1
+
+
 def test_row_json_keeps_infinities_readable():
     row = Row("m", "network", "d", float("inf"), "s", "<= 1 s", False)
     assert row.as_dict()["value"] == "inf" and row.as_dict()["passed"] is False

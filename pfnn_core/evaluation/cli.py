@@ -29,6 +29,7 @@ from pfnn_core.evaluation.reference import (
 from pfnn_core.evaluation.suite import SUBJECTS, ScriptedDrive, drive_suite, run_subject
 from pfnn_core.jsonfile import read_json
 from pfnn_core.motion import bvh
+from pfnn_core.threads import set_thread_counts
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "assets" / "models" / "default.safetensors"
 ROLLOUT_CLIPS = (2, 8)  # (quick, full) held-out clips the network is rolled out on
@@ -192,9 +193,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from pfnn_core.models.checkpoint import CheckpointError
 
-    if args.threads > 0:
-        import torch
-        torch.set_num_threads(args.threads)
+    if args.threads > 0:  # torch's pool and numpy's BLAS: with torch's alone a drive kept using both cores
+        set_thread_counts(args.threads)
     models = args.model or [str(DEFAULT_MODEL)]
     options = dict(quick=args.quick, bvh_dir=Path(args.data) if args.data else None, drives=args.drives,
                    scripts=args.scripts, log=lambda message: print(f"pfnn-eval: {message}", file=sys.stderr),
