@@ -208,7 +208,7 @@ def test_bad_model_path_or_drive_is_a_clear_error(tmp_path, capsys):
     assert "unknown drive 'moonwalk'" in capsys.readouterr().err
 
 
-def test_threads_limit_numpys_blas_pools_as_well_as_torchs(tmp_path):
+def test_threads_limit_numpys_blas_pools_as_well_as_torchs(tmp_path, capsys):
     """`--threads 1` must hold every pool to one thread: with torch's alone, numpy's BLAS kept its
     pool of all cores and an evaluation beside a training took both."""
     from threadpoolctl import threadpool_info, threadpool_limits
@@ -220,6 +220,12 @@ def test_threads_limit_numpys_blas_pools_as_well_as_torchs(tmp_path):
     pools = threadpool_info()
     assert pools and all(pool["num_threads"] == 1 for pool in pools)
     assert torch.get_num_threads() == 1
+    threadpool_limits(limits=2)
+    assert cli.main(["--model", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "o")]) == 2
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info())  # one thread by default, as pfnn-drive
+    assert cli.main(["--model", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "o"),
+                     "--threads", "0"]) == 2  # refused with a message, not a crash
+    assert "--threads must be at least 1" in capsys.readouterr().err
 
 
 def test_row_json_keeps_infinities_readable():
