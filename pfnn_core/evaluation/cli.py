@@ -187,14 +187,13 @@ def main(argv=None) -> int:
     parser.add_argument("--drives", nargs="+", metavar="NAME", help="run only these drives of the suite")
     parser.add_argument("--scripts", nargs="+", metavar="JSON", help="run these pfnn-drive scripts instead of the "
                         "built-in suite (e.g. scripts/drives/tuning/*.json, the drives to tune settings on)")
-    add_threads_argument(parser, what="; the drives' ticks are small: at 2 a quick three-drive run took "
-                         "16 s against 6 s")
+    add_threads_argument(parser)  # a drive's ticks are small: a second thread only waits (BENCHMARKS.md)
     parser.add_argument("--physics", action="store_true", help="also track every drive with the simulated body "
                         "(MuJoCo) and report its measures beside the kinematic motion's (docs/PHYSICS.md)")
     args = parser.parse_args(argv)
     from pfnn_core.models.checkpoint import CheckpointError
 
-    try:  # torch's pool and numpy's BLAS (with torch's alone a drive kept both cores busy)
+    try:  # every pool: torch's, numpy's BLAS, OpenMP
         set_thread_counts(args.threads)
     except ValueError as error:
         print(f"pfnn-eval: {error}", file=sys.stderr)
