@@ -14,6 +14,7 @@ from pfnn_core.runtime.root_motion import (
     root_motion,
     speed_warp,
     stand_amount,
+    walked_past,
 )
 from pfnn_core.runtime.settings import RuntimeSettings
 
@@ -205,3 +206,22 @@ def test_a_start_shows_the_network_a_past_that_was_already_moving():
     for share in (1.0, 0.0):
         np.testing.assert_array_equal(primed_past(past, root, velocity, walk, np.array([True, True]),
                                                   np.full((2, 60), share), ages, 1.0), past)
+
+
+def test_a_walk_sees_a_past_that_no_longer_runs():
+    """Three past samples labelled (stand, walk, run): a run, half a run, a walk. A character slowing
+    to a walk (run share now 0.2) sees no sample with more than 0.2 'run', the excess moved to 'walk'
+    (positions, facings and the stand share kept); one still running (0.8) has only the full run of its
+    past lowered to 0.8; one running flat out (1.0) sees its real past."""
+    past = np.zeros((2, 3, 9))
+    past[..., 0] = [1.0, 2.0, 3.0]
+    past[..., 6:9] = [[0.0, 0.0, 1.0], [0.1, 0.4, 0.5], [0.0, 1.0, 0.0]]
+    now = np.array([[0.0, 0.8, 0.2], [0.0, 0.2, 0.8]])
+    walked = walked_past(past, now)
+    np.testing.assert_allclose(walked[0, :, 6:9], [[0.0, 0.8, 0.2], [0.1, 0.7, 0.2], [0.0, 1.0, 0.0]])
+    np.testing.assert_allclose(walked[1, :, 6:9], [[0.0, 0.2, 0.8], [0.1, 0.4, 0.5], [0.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(walked[..., :6], past[..., :6])
+    np.testing.assert_allclose(walked[..., 6:9].sum(-1), 1.0)
+    assert past[0, 0, 8] == 1.0  # the history itself is not changed
+    flat_out = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+    assert walked_past(past, flat_out) is past

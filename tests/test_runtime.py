@@ -484,6 +484,36 @@ def test_a_walk_start_on_the_shipped_model_steps_instead_of_dragging_its_feet():
     assert before > 1.3 * 0.23 and now < 0.7 * before
 
 
+@shipped
+def test_a_run_slowed_to_a_walk_on_the_shipped_model_stops_taking_run_strides():
+    """With a second of running still in the past it sees, the network took run strides, both feet off
+    the floor, at walking speeds after the run was released (the data's runs slow to walks within a
+    stride). 3 s of a run at full stick, then a walk at 0.7 of it: over the walk's first 2 s, the frames with both feet more than
+    2 cm above their floor level (the evaluation's measure) while the root moves at walking speed
+    (under 1.6 m/s, where the gait labels' run fades in). With `walk_past_after_run` the largest such
+    lift is under 2 cm (none); without it a flight of more than 4 cm shows."""
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+
+    def walking_flight(on):
+        settings = dataclasses.replace(RuntimeSettings.for_model(checkpoint.card), walk_past_after_run=on)
+        character, lifts = Character(checkpoint, settings), []
+        floor = character.model.floor_heights
+        before = None
+        for tick in range(300):
+            move = [1.0 if tick < 180 else 0.7, 0.0]
+            state = character.tick(command_from_world_move(move, tick < 180, settings), DT)
+            root = state.root_pos[0, [0, 2]].copy()
+            speed = np.inf if before is None else np.linalg.norm(root - before) / DT
+            before = root
+            lift = (state.world_joint_pos[0, character.model.contact_joints, 1] - floor).min()
+            if tick >= 180 and speed < 1.6 and lift > measures.AIRBORNE_HEIGHT:
+                lifts.append(lift)
+        return max(lifts, default=0.0)
+
+    assert walking_flight(False) > 0.04
+    assert walking_flight(True) < 0.02
+
+
 def _strafe(checkpoint, move, **settings_values):
     """4 s of the shipped model strafing `move` (facing +Z) after 0.5 s standing: the contact joints."""
     settings = dataclasses.replace(RuntimeSettings.for_model(checkpoint.card), **settings_values)

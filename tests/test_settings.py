@@ -198,3 +198,14 @@ def test_a_setting_assigned_by_name_stays_over_a_style_change():
     settings.apply_style(card(meta), "a")
     assert settings.run_speed == pytest.approx(1.4)
 
+
+
+
+def test_a_walks_past_rid_of_the_run_is_a_live_setting_off_by_default_and_never_in_the_bare_network():
+    """Measured and left off (assets/models/default.md, "Both feet up after a run"): a setting the panel
+    and `--set` switch on; the bare network (what the evaluation judges as the model alone) never has it."""
+    settings = RuntimeSettings.for_model(card({}))
+    assert settings.walk_past_after_run is False
+    settings.assign("walk_past_after_run", "true")
+    assert settings.walk_past_after_run is True
+    assert RuntimeSettings.bare_network(card({})).walk_past_after_run is False

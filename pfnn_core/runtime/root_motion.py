@@ -139,6 +139,23 @@ def primed_past(past, root_pos, velocity, gait_now, moving, stood, ages, amount:
     return primed
 
 
+def walked_past(past, gait_now) -> np.ndarray:
+    """The past trajectory samples [B, P, 9] (world position, facing, gait) as the network sees them
+    once a run is released: no past sample says more 'run' than today's gait `gait_now` [B, 3] (its run
+    share falls with the command spring's speed, so the past follows it without a jump), the excess
+    going to its walk share. With a second of running still in its past the network kept taking run
+    strides, both feet off the floor, at walking speeds (tuning drive run_slowdowns: a 5.5 cm flight at
+    1.3 m/s half a second after the switch; assets/models/default.md, "Both feet up")."""
+    gait_now = np.asarray(gait_now, dtype=float)
+    excess = np.maximum(np.asarray(past, dtype=float)[..., 8] - gait_now[:, None, 2], 0.0)
+    if not np.any(excess > 0.0):
+        return past
+    walked = np.array(past, dtype=float, copy=True)
+    walked[..., 8] -= excess
+    walked[..., 7] += excess
+    return walked
+
+
 # ---------------------------------------------------------------------------------------------
 # The tick's root-motion and phase stage
 

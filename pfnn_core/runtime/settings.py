@@ -45,6 +45,10 @@ class RuntimeSettings:
     # its feet down while the root leaves.
     start_priming: float = tunable(1.0, "Start priming", "How much a start shows the network a past already moving.",
                                     min=0.0, max=1.0, step=0.05)
+    # Once the run is released, no past sample the network sees says more 'run' than now (`walked_past`).
+    # Off by default: a walk after a run no longer hops, but one more pop on the held-out drives
+    # (assets/models/default.md, "Both feet up after a run").
+    walk_past_after_run: bool = tunable(False, "Walks forget the run", "Once the run is released, the past stops running.")
     # While strafing, the share of the mean SPEED error (along the commanded direction) that drift
     # correction removes (the direction and yaw-rate errors are always removed). Side-steps and backward
     # walks come from seconds of mocap per style and the network steps them at its own speed: a root
@@ -92,12 +96,9 @@ class RuntimeSettings:
     # 'speed': phase advances by speed / stride_length * dt (stops at zero speed); 'network': predicted dphase.
     phase_mode: str = tunable("speed", "Phase mode", "Speed-based phase (stops when still) or the network's dphase.",
                                choices=PHASE_MODES)
-    # The speed-based phase divides by the mocap's stride length (per style and speed) times this. The
-    # network's steps can come out shorter than the mocap's (a regression to the mean), and then a
-    # planted foot is carried along faster than the legs move it. 0.9 looked better on the tuning drives
-    # (scripts/drives/tuning: run skating 0.84 -> 0.68 m/s, pops 8.8 -> 7.7 per minute) but did not
-    # carry over to the evaluation suite (skating 5-16% lower in 14 of 20 rows, pops 7.7 -> 10.9 per
-    # minute), so the default stays 1 (the mocap's strides).
+    # The speed-based phase divides by the mocap's stride length (per style and speed) times this. 0.9
+    # looked better on the tuning drives (run skating 0.84 -> 0.68 m/s) but not on the evaluation suite
+    # (pops 7.7 -> 10.9 per minute), so the default stays 1 (the mocap's strides).
     stride_scale: float = tunable(1.0, "Stride scale", "Phase advance uses the mocap's stride length times this "
                                    "(smaller: the legs cycle faster for the same speed).", min=0.5, max=1.5, step=0.01)
     # Weight of the previous pose extrapolated by its velocity in the fed-back pose (0 = network only) [PFNN: 0.5].
@@ -317,15 +318,15 @@ class RuntimeSettings:
 
     @classmethod
     def bare_network(cls, card: ModelCard) -> "RuntimeSettings":
-        """The network alone: root motion, turning and phase from its own outputs; no command blending,
-        drift correction, stand-amount scaling, slow-walk warp, start priming, pose smoothing, lean, foot
-        locks, catch-up steps, IK or floor clamp (what an honest evaluation of the network measures)."""
+        """The network alone: root motion, turning and phase from its own outputs; no command blending, drift
+        correction, stand scaling, slow-walk warp, start priming, a walk's past rid of the run, pose smoothing,
+        lean, foot locks, catch-up steps, IK or floor clamp (what an honest evaluation of the network measures)."""
         return dataclasses.replace(cls.for_model(card), root_motion_from_command=0.0,
                                    drift_window=0, stand_speed=0.0, foot_locking=False, ik_enabled=False,
                                    floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
                                    settle_steps=False, start_from_command=False,
-                                   start_priming=0.0, catch_up_steps=False, swing_clearance=0.0,
-                                   lean_per_acceleration=0.0)
+                                   start_priming=0.0, walk_past_after_run=False, catch_up_steps=False,
+                                   swing_clearance=0.0, lean_per_acceleration=0.0)
 
     # ---- ranges --------------------------------------------------------------------------------
     def fit_to_model(self, card: ModelCard) -> list[tuple[str, float, float]]:

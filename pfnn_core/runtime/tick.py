@@ -27,7 +27,7 @@ from pfnn_core.runtime.feet import Settling, place_feet
 from pfnn_core.runtime.guards import check_tick
 from pfnn_core.runtime.lean import lean_upper_body
 from pfnn_core.runtime.pose import pose_from_prediction
-from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion
+from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion, walked_past
 from pfnn_core.runtime.settings import RuntimeSettings
 from pfnn_core.runtime.state import CharacterState, yaw_of
 from pfnn_core.runtime.trajectory import (
@@ -43,13 +43,16 @@ def model_input(state: CharacterState, plan, root_yaw, model: MotionModel, setti
                   moving) -> np.ndarray:
     """x [B, nx]: the trajectory (past samples from the history, now, the blended future) in the
     current root frame, seen through the speed warp, and the fed-back pose. Characters `moving` [B]
-    bool (the stick pushed) that stood in the last second see a primed past (`control.primed_past`)."""
+    bool (the stick pushed) that stood in the last second see a primed past (`control.primed_past`);
+    walking ones a past that no longer runs (`root_motion.walked_past`)."""
     batch, layout = state.batch_size, model.x_layout
     x = np.empty((batch, layout.size))
     past = state.trajectory.rows(model.past_back)
     if settings.start_priming > 0.0:
         past = primed_past(past, state.root_pos, plan.springs.velocity, plan.gait[:, 0], moving,
                            state.traj_past_gait[:, :, 0], model.past_back / model.sim_fps, settings.start_priming)
+    if settings.walk_past_after_run:
+        past = walked_past(past, plan.gait[:, 0])
     trajectory_features(past, state.root_pos, root_yaw, plan, model.future_rows, layout, x)
     x[:, layout.slice("joint_pos")] = state.joint_pos.reshape(batch, -1)
     x[:, layout.slice("joint_vel")] = state.joint_vel.reshape(batch, -1)
