@@ -488,9 +488,9 @@ def test_a_walk_start_on_the_shipped_model_steps_instead_of_dragging_its_feet():
 def test_a_run_slowed_to_a_walk_on_the_shipped_model_stops_taking_run_strides():
     """With a second of running still in the past it sees, the network took run strides, both feet off
     the floor, at walking speeds after the run was released (the data's runs slow to walks within a
-    stride). 3 s of a run at full stick, then a walk at 0.7 of it: over the walk's first 2 s, the frames with both feet more than
-    2 cm above their floor level (the evaluation's measure) while the root moves at walking speed
-    (under 1.6 m/s, where the gait labels' run fades in). With `walk_past_after_run` the largest such
+    stride). 3 s of a run at full stick, then a walk at 0.7 of it: over the walk's first 2 s, the
+    frames with both feet more than 2 cm above their floor level (the evaluation's measure) while the
+    root moves at walking speed (under 1.6 m/s, where the gait labels' run fades in). With `walk_past_after_run` the largest such
     lift is under 2 cm (none); without it a flight of more than 4 cm shows."""
     checkpoint = load_checkpoint(DEFAULT_MODEL)
 

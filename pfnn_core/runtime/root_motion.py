@@ -145,7 +145,7 @@ def walked_past(past, gait_now) -> np.ndarray:
     share falls with the command spring's speed, so the past follows it without a jump), the excess
     going to its walk share. With a second of running still in its past the network kept taking run
     strides, both feet off the floor, at walking speeds (tuning drive run_slowdowns: a 5.5 cm flight at
-    1.3 m/s half a second after the switch; assets/models/default.md, "Both feet up")."""
+    1.3 m/s half a second after the switch; assets/models/default.md, "Both feet up after a run")."""
     gait_now = np.asarray(gait_now, dtype=float)
     excess = np.maximum(np.asarray(past, dtype=float)[..., 8] - gait_now[:, None, 2], 0.0)
     if not np.any(excess > 0.0):

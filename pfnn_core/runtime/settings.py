@@ -46,7 +46,7 @@ class RuntimeSettings:
     start_priming: float = tunable(1.0, "Start priming", "How much a start shows the network a past already moving.",
                                     min=0.0, max=1.0, step=0.05)
     # Once the run is released, no past sample the network sees says more 'run' than now (`walked_past`);
-    # off by default: no more hop after a run, but one more pop held out (default.md, "Both feet up after a run").
+    # off by default: no more hop after a run, but one more pop held out (assets/models/default.md).
     walk_past_after_run: bool = tunable(False, "Walks forget the run", "Once the run is released, the past stops running.")
     # While strafing, the share of the mean SPEED error (along the commanded direction) that drift
     # correction removes (the direction and yaw-rate errors are always removed). Side-steps and backward

@@ -44,7 +44,8 @@ def model_input(state: CharacterState, plan, root_yaw, model: MotionModel, setti
     """x [B, nx]: the trajectory (past samples from the history, now, the blended future) in the
     current root frame, seen through the speed warp, and the fed-back pose. Characters `moving` [B]
     bool (the stick pushed) that stood in the last second see a primed past (`control.primed_past`);
-    walking ones a past that no longer runs (`root_motion.walked_past`)."""
+    with `walk_past_after_run`, ones slowing from a run a past that runs no more than now
+    (`root_motion.walked_past`)."""
     batch, layout = state.batch_size, model.x_layout
     x = np.empty((batch, layout.size))
     past = state.trajectory.rows(model.past_back)
