@@ -65,11 +65,14 @@ def test_starts_from_standing_keep_a_foot_on_the_floor_with_the_shipped_model():
     checkpoint = load_checkpoint(SHIPPED)
     model = load_model(SHIPPED)
     script = Path(__file__).resolve().parents[1] / "scripts/drives/tuning/straight_starts.json"
+    quick_release = ["lock_release_time=0.15", "lock_release_distance=0.2"]  # the defaults it was built under
     lowest = {}
-    for hold in ("false", "true"):
-        settings, _ = settings_from_arguments([f"hold_toe_off={hold}"], checkpoint)
+    for name, arguments in (("false", ["hold_toe_off=false", *quick_release]),
+                            ("true", ["hold_toe_off=true", *quick_release]), ("defaults", [])):
+        settings, _ = settings_from_arguments(arguments, checkpoint)
         positions = run_drive(script, checkpoint, settings=settings).joint_positions
         heights = positions[:, model.plan.contact_joints, 1] - np.asarray(model.floor_heights)
-        lowest[hold] = heights.min(axis=1)  # the lowest foot joint each tick
+        lowest[name] = heights.min(axis=1)  # the lowest foot joint each tick
     assert (lowest["false"] > 0.02).sum() >= 3  # without it, both feet were off the floor at a start
     assert (lowest["true"] > 0.02).sum() == 0
+    assert (lowest["defaults"] > 0.02).sum() == 0

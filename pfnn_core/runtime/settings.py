@@ -112,21 +112,21 @@ class RuntimeSettings:
     # Contact output (0..1) above which a foot is pinned.
     contact_threshold: float = tunable(0.5, "Contact threshold", "Contact output above which a foot is pinned.",
                                         min=0.05, max=0.99, step=0.01)
-    # A pin starts only while its joint is shown within this height (m) of its floor level (a contact
-    # output high in the air would leave the foot hanging).
+    # A pin starts only while its joint is within this height (m) of its floor (not left hanging in the air).
     lock_start_height: float = tunable(0.05, "Lock start height (m)",
                                         "A foot joint is pinned only when it is this close to its floor level.",
                                         min=0.005, max=0.5, step=0.005)
     # A pin that starts within this height (m) of its joint's floor level is brought onto it.
     floor_snap_height: float = tunable(0.03, "Floor snap (m)", "Pins starting this close to the floor are put on it.",
                                         min=0.0, max=0.1, step=0.005)
-    # Time (s) over which a released pin's offset from the network's foot fades out (relative to the body).
-    lock_release_time: float = tunable(0.15, "Lock release time (s)",
+    # Time (s) a released pin's offset from the network's foot takes to fade out (relative to the body);
+    # 0.2 s with the 0.3 m leash below, not 0.15 s and 0.2 m: less acceleration noise (docs/EVALUATION.md).
+    lock_release_time: float = tunable(0.2, "Lock release time (s)",
                                         "How long a released foot takes to rejoin the network's foot.",
                                         min=0.0, max=1.0, step=0.01)
     # Leash of a pin (m): a pinned foot is dragged along when the network's foot gets further than this
     # from it, so it slides a little instead of letting go and gliding back while still in contact.
-    lock_release_distance: float = tunable(0.2, "Lock leash (m)",
+    lock_release_distance: float = tunable(0.3, "Lock leash (m)",
                                             "A pinned foot is dragged along once the network's foot is this far from it.",
                                             min=0.01, max=1.0, step=0.01)
     # A new pin keeps its joint's incoming velocity, a share exp(-dt / this) of it kept per tick, and
@@ -171,8 +171,8 @@ class RuntimeSettings:
                                      "A catch-up step leaves its pin at rest and lifts and lands level (less jerk).")
     # The shortest catch-up step (s; longer for a far pin, `ik.release_duration`) while the other foot
     # stands with room on its leash (`feet._slow_step_room`; else the step goes on at the release time's
-    # pace); 0 = `lock_release_time` (0.15 s). A step as quick as a release fade carries 20-30 cm in
-    # 0.15 s: 6-15 Hz energy in the knee, ankle and toe (acceleration noise, docs/EVALUATION.md).
+    # pace); 0 = `lock_release_time`. A step as quick as a 0.15 s release fade carries 20-30 cm:
+    # 6-15 Hz energy in the knee, ankle and toe (acceleration noise, docs/EVALUATION.md).
     catch_up_time: float = tunable(0.0, "Catch-up step time (s)",
                                     "Shortest duration of a catch-up step (0 = the lock release time).",
                                     min=0.0, max=0.6, step=0.01)
