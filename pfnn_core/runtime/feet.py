@@ -32,6 +32,7 @@ FLOOR_SNAP_HALFLIFE = 0.03  # s: a new pin near the floor closes half its gap to
 LEG_REACH = 0.995  # a pinned ankle is kept within this share of the leg's length from its hip
 RELEASE_LIFT = 0.02  # m: a spring release's horizontal part runs at full rate once the shown joint is this high
 AIRBORNE_HEIGHT = 0.02  # m: a foot with a joint this close to its floor level stands on the floor
+SIDE_SHARE_MIN_SPEED = 0.1  # m/s: slower commands count as no direction (`release_times`)
 CATCH_UP_ROOM = 0.5  # share of the leash a standing foot's pin may be from the network's foot for a slow catch-up step
 _NO_FLOOR, _NO_STANCE = np.zeros(4), np.zeros((4, 3))
 
@@ -41,7 +42,6 @@ class FootRules(NamedTuple):
 
     locking: bool  # foot pins on
     threshold: float  # contact output above which a joint is planted
-    release_time: float  # s
     release_distance: float  # m: the leash of a pin to the network's joint
     start_height: float  # m: a pin starts only this close to the floor level
     snap_height: float  # m: a new pin this close to the floor level is brought onto it
@@ -93,6 +93,7 @@ class FeetInput(NamedTuple):
     toe_hold: np.ndarray  # [B, 2] m, how far last tick held each foot's toe down (`reach._hold_toe_off`)
     pull: np.ndarray  # [B, 4] each contact joint's goal's share of the shown foot last tick (`_blend_pins`)
     heel_off: np.ndarray  # [B] bool: a held toe may lift its heel (walking, not strafing)
+    release_time: np.ndarray  # [B] s: how long a released pin's offset takes to fade (`release_times`)
     settling: np.ndarray  # [B] bool: settling steps instead of pins
     settle: settle.SettleState  # [B] last tick's settling steps (`start` is updated in place)
     shown_before: np.ndarray  # [B, J, 3] the pose shown last tick
@@ -201,7 +202,7 @@ def _pin_feet(b, rules, plan, inputs, out, foot_pos, goals, pull):
                                  mat3.load3(before.offset[b], s), foot, inputs.contacts[b, s] > rules.threshold,
                                  rules.catch_up_time if before.stepping[b, s] and rules.catch_up_time > 0.0
                                  and _slow_step_room(b, s, rules, plan, inputs, locks, foot_pos)
-                                 else rules.release_time, rules.dt, rules.release_distance,
+                                 else inputs.release_time[b], rules.dt, rules.release_distance,
                                  plan.floor_heights[s] if rules.has_floor else no_floor,
                                  rules.start_height, rules.snap_height, rules.snap_keep, before.stepping[b, s],
                                  step_height, mat3.load3(before.velocity[b], s),
@@ -401,7 +402,7 @@ def _feet_kernel(rules, plan, inputs, out):
 def foot_rules(settings, dt: float) -> FootRules:
     return FootRules(
         locking=bool(settings.foot_locking), threshold=float(settings.contact_threshold),
-        release_time=float(settings.lock_release_time), release_distance=float(settings.lock_release_distance),
+        release_distance=float(settings.lock_release_distance),
         start_height=float(settings.lock_start_height), snap_height=float(settings.floor_snap_height),
         snap_keep=float(ik.fade_keep(FLOOR_SNAP_HALFLIFE, float(dt))),
         catch_up_height=float(settings.settle_step_height) if settings.catch_up_steps else -1.0,
@@ -415,16 +416,32 @@ def foot_rules(settings, dt: float) -> FootRules:
         pull_rise=float(dt) / float(settings.pin_blend_time) if settings.pin_blend_time > 0.0 else 1.0, dt=float(dt))
 
 
+def release_times(settings, facing, velocity) -> np.ndarray:
+    """[B] s: how long each character's released pins take to fade: `lock_release_time`, going over to
+    `lock_release_time_side` with the share of the commanded `velocity` [B, 2] (world x, z) that goes
+    across the `facing` [B, 2] kept while strafing (zero where not strafing): |sin| of the angle between
+    them, 1 for a side-step, 0 for a backward walk."""
+    velocity = np.asarray(velocity, float)
+    facing = np.asarray(facing, float)
+    speed = np.linalg.norm(velocity, axis=-1)
+    across = np.abs(facing[:, 0] * velocity[:, 1] - facing[:, 1] * velocity[:, 0])
+    side = np.where(speed > SIDE_SHARE_MIN_SPEED, across / np.maximum(speed, SIDE_SHARE_MIN_SPEED), 0.0)
+    side = np.clip(side, 0.0, 1.0)
+    base, sideways = float(settings.lock_release_time), float(settings.lock_release_time_side)
+    return base + (sideways - base) * side
+
+
 def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, settings, floor_heights, dt: float,
                plan: SkeletonPlan, settling: Settling | None = None, shown_before=None, swing_lift=None,
-               heel_off=None, toe_hold=None, pull=None) -> PlacedFeet:
+               heel_off=None, toe_hold=None, pull=None, release_time=None) -> PlacedFeet:
     """Pin planted feet (`ik.update_lock`), or, for the characters `settling.characters`, play the
     settling steps (`settle.settle_character`: the stance placed under the hips moved by the root's
     remaining travel); keep contact joints at or above their floor heights [4] (when
     `settings.floor_clamp`), and turn the legs to reach (`ik.solve_leg`, no ankle farther from its hip
     than LEG_REACH of the leg) when `settings.ik_enabled`; lift free swinging feet (fast from where
     `shown_before` [B, J, 3], the pose shown last tick, has them) `settings.swing_clearance` above the
-    floor (`swing_lift` [B, 2]: each foot's lift last tick); `pose` is solved in place."""
+    floor (`swing_lift` [B, 2]: each foot's lift last tick); `release_time` [B] s: each character's pin
+    release (`release_times`; default `settings.lock_release_time`); `pose` is solved in place."""
     batch, slots, joints = root_pos.shape[0], len(plan.contact_joints), plan.num_joints
     has_floor = floor_heights is not None
     rules = foot_rules(settings, dt)._replace(floor_on=bool(settings.floor_clamp) and has_floor, has_floor=has_floor)
@@ -443,6 +460,8 @@ def place_feet(pose: Pose, root_pos, root_yaw, contacts, locks: ik.FootLocks, se
         np.zeros((batch, slots // 2)) if toe_hold is None else np.ascontiguousarray(toe_hold, np.float64),
         np.ones((batch, slots)) if pull is None else np.ascontiguousarray(pull, np.float64),
         np.ones(batch, bool) if heel_off is None else np.ascontiguousarray(heel_off, np.bool_),
+        np.full(batch, float(settings.lock_release_time)) if release_time is None
+        else np.ascontiguousarray(release_time, np.float64),
         settling.characters, settling.state._replace(start=start),
         pose.positions if shown_before is None else shown_before,
         np.zeros((batch, 2)) if settling.rest_shift is None else settling.rest_shift)

@@ -119,16 +119,17 @@ class RuntimeSettings:
     # A pin that starts within this height (m) of its joint's floor level is brought onto it.
     floor_snap_height: float = tunable(0.03, "Floor snap (m)", "Pins starting this close to the floor are put on it.",
                                         min=0.0, max=0.1, step=0.005)
-    # Time (s) a released pin's offset from the network's foot takes to fade out (relative to the body);
-    # 0.2 s with the 0.3 m leash below, not 0.15 s and 0.2 m: less acceleration noise (docs/EVALUATION.md).
+    # Time (s) a released pin's offset from the network's foot takes to fade (relative to the body); docs/EVALUATION.md.
     lock_release_time: float = tunable(0.2, "Lock release time (s)",
                                         "How long a released foot takes to rejoin the network's foot.",
                                         min=0.0, max=1.0, step=0.01)
+    # The same while side-stepping, diagonals in between (`feet.release_times`); why: docs/EVALUATION.md.
+    lock_release_time_side: float = tunable(0.225, "Lock release time: side-steps (s)", "The release time while "
+                                             "side-stepping (diagonals in between).", min=0.0, max=1.0, step=0.01)
     # Leash of a pin (m): a pinned foot is dragged along when the network's foot gets further than this
     # from it, so it slides a little instead of letting go and gliding back while still in contact.
-    lock_release_distance: float = tunable(0.3, "Lock leash (m)",
-                                            "A pinned foot is dragged along once the network's foot is this far from it.",
-                                            min=0.01, max=1.0, step=0.01)
+    lock_release_distance: float = tunable(0.3, "Lock leash (m)", "A pinned foot is dragged along once the network's "
+                                            "foot is this far from it.", min=0.01, max=1.0, step=0.01)
     # A new pin keeps its joint's incoming velocity, a share exp(-dt / this) of it kept per tick, and
     # comes to rest on the floor over a few ticks (it slides at most `ik.LANDING_SLIDE`): stopped in one
     # tick, the foot's impact shook the knee and ankle (acceleration noise). 0 = stop at once. Off by

@@ -23,7 +23,7 @@ import numpy as np
 from pfnn_core.math.quat import quat_from_yaw
 from pfnn_core.models.base import ModelInput, MotionModel
 from pfnn_core.runtime.command import Command, CommandBatch
-from pfnn_core.runtime.feet import Settling, place_feet
+from pfnn_core.runtime.feet import Settling, place_feet, release_times
 from pfnn_core.runtime.guards import check_tick
 from pfnn_core.runtime.lean import lean_upper_body
 from pfnn_core.runtime.pose import pose_from_prediction
@@ -102,7 +102,8 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                       state.locks, settings,
                       model.floor_heights, dt, model.plan, settling, shown_before=state.world_joint_pos,
                       swing_lift=state.swing_lift, toe_hold=state.toe_hold, pull=state.pin_pull,
-                      heel_off=walking & ~commands.strafe)
+                      heel_off=walking & ~commands.strafe,
+                      release_time=release_times(settings, commands.facing, trajectory.springs.velocity))
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
     motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
