@@ -170,10 +170,9 @@ class RuntimeSettings:
     # 3.9 -> 4.8 per minute.
     smooth_catch_up: bool = tunable(False, "Smooth catch-up steps",
                                      "A catch-up step leaves its pin at rest and lifts and lands level (less jerk).")
-    # The shortest catch-up step (s; longer for a far pin, `ik.release_duration`) while the other foot
-    # stands with room on its leash (`feet._slow_step_room`; else the step goes on at the release time's
-    # pace); 0 = `lock_release_time`. A step as quick as a 0.15 s release fade carries 20-30 cm:
-    # 6-15 Hz energy in the knee, ankle and toe (acceleration noise, docs/EVALUATION.md).
+    # The shortest catch-up step (s; longer for a far pin, `ik.release_duration`) while the other foot stands
+    # with room on its leash (`feet._slow_step_room`; else at the release time's pace); 0 = `lock_release_time`.
+    # A 0.15 s step carries 20-30 cm: 6-15 Hz energy in the knee, ankle and toe (docs/EVALUATION.md).
     catch_up_time: float = tunable(0.0, "Catch-up step time (s)",
                                     "Shortest duration of a catch-up step (0 = the lock release time).",
                                     min=0.0, max=0.6, step=0.01)
