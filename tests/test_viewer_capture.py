@@ -152,6 +152,34 @@ def test_frames_the_encoder_cannot_take_are_dropped_counted_and_shown(capture, t
     assert recording_label(capture.state) == ""
 
 
+def _key(viewer, symbol, frames=2):
+    viewer.window.dispatch_event("on_key_press", symbol, 0)
+    viewer.window.dispatch_event("on_key_release", symbol, 0)
+    viewer.window.dispatch_events()
+    viewer.run_frames(frames)
+
+
+def test_the_hud_says_which_recordings_are_running(capture, tmp_path):
+    """A BVH take (R) and a video (Shift+F12) at once: the sign names both (it said 'REC video', as for
+    the video alone, and the take running under it was not shown)."""
+    capture.state.on_screen = True  # the sign is kept out of headless captures' own frames
+    capture.state.record.path = str(tmp_path / "take.bvh")
+    try:
+        _key(capture, key.R)
+        assert capture.state.record.recording and recording_label(capture.state) == "REC"
+        _toggle_video(capture)
+        assert recording_label(capture.state) == "REC BVH + video"
+        _key(capture, key.R)
+        _key(capture, key.R)  # a take stops on the second R in a row
+        assert not capture.state.record.recording and recording_label(capture.state) == "REC video"
+        _toggle_video(capture)
+        assert recording_label(capture.state) == ""
+        assert (tmp_path / "take.bvh").stat().st_size > 0 and len(_videos(tmp_path)) == 1
+    finally:
+        capture.state.on_screen = False
+        capture.state.record.path = "recordings/"
+
+
 def test_a_recording_is_a_whole_file_only_once_stopped(capture, tmp_path):
     import imageio.v3 as iio
 

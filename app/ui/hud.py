@@ -52,13 +52,15 @@ def phase_dial(phase: float, radius: float = 26.0) -> None:
 
 
 def recording_label(state) -> str:
-    """'REC', 'REC video' while recording on screen (headless captures keep the sign out of their own
-    frames), with the frames the video has dropped so far when the encoder falls behind."""
+    """'REC' (a BVH take), 'REC video' or 'REC BVH + video' while recording on screen (headless captures
+    keep the sign out of their own frames), with the frames the video has dropped so far when the
+    encoder falls behind."""
     capture = state.capture
     dropped = capture.video_dropped if capture.video_recording else 0
     label = ""
     if state.on_screen and (state.record.recording or capture.video_recording):
-        label = "REC" + (" video" if capture.video_recording else "")
+        label = {(True, False): "REC", (False, True): "REC video",
+                 (True, True): "REC BVH + video"}[(bool(state.record.recording), bool(capture.video_recording))]
     if dropped:
         label += f"{'  ' if label else ''}{dropped} frame{'s' * (dropped != 1)} dropped (encoder behind)"
     return label
