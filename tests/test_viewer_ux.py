@@ -692,3 +692,32 @@ def test_enter_in_a_path_field_presses_its_button_and_leaves_the_field(ui, tmp_p
     _press(ui, key.RETURN, frames=3)
     assert "none.safetensors" in ui.state.model.error  # Load was pressed
     assert not ui.imgui.io().want_text_input
+
+
+def test_the_browser_is_opaque_over_the_panel(ui, tmp_path, bvh_dir):
+    """The panel's text read through the open browser's listing (a newcomer's look): whatever lies behind
+    it, the browser's pixels are the same."""
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    (clips / "walk.bvh.gz").write_bytes((bvh_dir / "dataset-2_walk_normal_001.bvh.gz").read_bytes())
+    ui.state.playback.path = str(clips / "walk.bvh.gz")
+    ui.state.open_sections = ("Playback",)
+    ui.state.transport.paused = True
+    ui.run_frames(2)
+    click_widget(ui, "playback_browse")
+    ui.run_frames(3)
+    assert ui.state.browser.open
+    scale = ui.window.get_framebuffer_size()[0] / ui.window.get_size()[0]
+    x0, y0, x1, y1 = (round(scale * v) for v in ui.state.field_rects["browser_window"])
+    with_panel = ui.read_pixels()
+    ui.state.show_panel = False
+    try:
+        ui.run_frames(3)
+        without_panel = ui.read_pixels()
+    finally:
+        ui.state.show_panel = True
+        ui.state.browser.open = False
+    inside = (slice(y0 + 4, y1 - 4), slice(x0 + 4, x1 - 4))
+    assert x1 < with_panel.shape[1] - 20  # the panel reaches out beside the browser, where it shows ...
+    assert (with_panel[:, x1 + 10:] != without_panel[:, x1 + 10:]).any()
+    assert np.array_equal(with_panel[inside], without_panel[inside])  # ... and nothing of it through the browser

@@ -202,8 +202,12 @@ def browser_window(browser: BrowserState, recent: RecentFolders, work_dir: Path,
     imgui.set_next_window_pos(imgui.ImVec2(display_size[0] / 2, display_size[1] / 2), imgui.Cond_.appearing,
                               imgui.ImVec2(0.5, 0.5))
     title = ("Save as " if browser.save else "Choose a ") + KIND_TITLES.get(browser.kind, "file")
+    imgui.set_next_window_bg_alpha(1.0)  # opaque: the panel's text behind read through the listing
     _, still_open = imgui.begin(f"{title}###file_browser", True, imgui.WindowFlags_.no_collapse)
-    _navigation(browser, recent, work_dir, rects if rects is not None else {})
+    rects = rects if rects is not None else {}
+    low, size = imgui.get_window_pos(), imgui.get_window_size()
+    rects["browser_window"] = (low.x, low.y, low.x + size.x, low.y + size.y)
+    _navigation(browser, recent, work_dir, rects)
     chosen = _entries(browser)
     confirmed, cancelled = _confirm_row(browser, rects)
     chosen = confirmed or chosen
