@@ -29,10 +29,13 @@ def mvae_readout(panel, model, trail) -> None:
         panel.path = trail.path()
 
 
+PREPARING = "Physics: making the simulated body (the first time on a machine this also compiles it: a few seconds)"
+
+
 def apply_physics_mode(state, live_source) -> bool:
     """The Physics section's mode on the live character's body, before the frame's ticks (the body is
-    made on first use; one that cannot be made leaves the physics off and says why); True when the mode
-    changed (the frames shown change with it)."""
+    made on first use, the frame after the one saying so; one that cannot be made leaves the physics
+    off and says why); True when the mode changed (the frames shown change with it)."""
     panel = state.physics
     character = getattr(live_source, "character", None)
     panel.available = character is not None
@@ -43,9 +46,19 @@ def apply_physics_mode(state, live_source) -> bool:
     physics = live_source.physics
     if panel.mode == physics.mode and (panel.mode == "off" or physics.tracker is not None):
         return False
+    if panel.mode != "off" and physics.tracker is None and not panel.preparing:
+        # the body is made next frame, this one says so: the first time on a machine the making compiles
+        # the physics' kernels (seconds), and the window stood still on the mode's old picture, the key's
+        # toast never shown (a newcomer read the first G as doing nothing)
+        panel.preparing = True
+        state.toast(PREPARING, 10.0)
+        return False
+    was_preparing, panel.preparing = panel.preparing, False
     try:
         physics.set_mode(panel.mode, character)
         panel.error = ""
+        if was_preparing:
+            state.toast(f"Physics {panel.mode}", 1.5)
     except Exception as error:  # a skeleton the physics cannot build a body for: the viewer runs on
         panel.error = failure_message("build the physics body for", live_source.path, error)
         panel.mode = physics.mode
