@@ -40,6 +40,24 @@ def test_the_leg_ik_puts_the_ankle_on_its_target_and_leaves_an_unmoved_leg_as_it
             np.testing.assert_allclose(positions[hip] + thigh + shin, target, atol=1e-9)
 
 
+def test_warming_compiles_what_a_walks_first_landing_runs():
+    """The held legs' IK is compiled when the body is made (`LandingHold.warm`), not at the first landing of
+    a walk: there the viewer stood still for seconds the first time on a machine. Its result is untouched."""
+    from pfnn_core.physics import landing
+
+    skeleton, _, body = bundled_body()
+    hold = LandingHold(skeleton["names"], np.asarray(skeleton["parents"]), body.plan.contact_joints, batch=1)
+    positions, rotations = _walk_frame()
+    world_pos, world_rot = positions[None].copy(), rotations[None].copy()
+    hold.warm(world_pos, world_rot)
+    compiled = list(landing._turn_held_legs.signatures)
+    assert compiled and not hold.offset.any()  # warming holds nothing
+    hold.offset[0, 1] = [0.01, 0.0, -0.01]  # a landing held
+    turned = hold.rotations(world_pos, world_rot)
+    assert list(landing._turn_held_legs.signatures) == compiled  # nothing new compiled at the landing
+    assert not np.array_equal(turned, world_rot) and np.array_equal(world_rot, rotations[None])
+
+
 def test_a_landing_offset_is_taken_when_the_foot_plants_kept_while_planted_and_released_after_it_lifts():
     skeleton, _, body = bundled_body()
     hold = LandingHold(skeleton["names"], np.asarray(skeleton["parents"]), body.plan.contact_joints, batch=1)

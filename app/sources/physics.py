@@ -56,6 +56,8 @@ class LivePhysics:
             raise ValueError(f"physics mode: expected one of {', '.join(MODES)}, got {mode!r}")
         if mode != "off" and self.tracker is None:
             self.tracker = self.make_tracker(character, self.settings)
+            state = character.state  # the first landing's kernel compiled now, not in the middle of a walk
+            self.tracker.landing.warm(np.asarray(state.world_joint_pos[:1], float), np.asarray(state.world_joint_rot[:1], float))
         if self.mode == "off" and mode != "off":
             self.reset()
         self.mode = mode

@@ -169,6 +169,14 @@ class LandingHold:
         _update_hold(np.asarray(planted, dtype=np.bool_), simulated_feet, kinematic_feet, self.slots, float(share),
                      float(dt), self.offset, self.velocity, self.held)
 
+    def warm(self, world_pos, world_rot) -> None:
+        """Compile the held legs' IK now, on a pose like the ticks' ([B, J, 3], [B, J, 4]): numba compiles a
+        kernel at its first call (seconds the first time on a machine), which fell on a walk's first
+        landing and stood the viewer still there."""
+        offset = np.zeros_like(self.offset[:1])
+        offset[0, 0, 0] = 1e-3
+        _turn_held_legs(world_pos[:1], world_rot[:1], self.hips, self.knees, self.ankles, offset, world_rot[:1].copy())
+
     def rotations(self, world_pos, world_rot) -> np.ndarray:
         """The kinematic global rotations [B, J, 4] with each leg turned so its ankle is moved by the
         foot's offset (a copy; the same array when no offset is held)."""
