@@ -253,7 +253,7 @@ def test_the_training_curves_are_the_held_out_ones_per_term_and_leave_out_what_a
 def _kinematic_run(viewer, ticks, mode):
     """Walk `ticks` ticks from the origin with the physics `mode`: (the kinematic state, the frame drawn)."""
     viewer.state.physics.mode = mode
-    viewer.run_frames(2)  # a first body is made the frame after the one that says so
+    viewer.run_frames(3)  # a first body is made after two frames that say so
     viewer.reset_source()
     viewer.sim_time = 0.0
     viewer.step_ticks(ticks)
@@ -356,8 +356,8 @@ def test_a_push_with_the_physics_off_says_how_to_turn_it_on(viewer):
     assert viewer.state.physics.pushes == pushes and "physics" in viewer.state.toast_text.lower()
     viewer.live_source.physics = None  # as after a start: no body made yet
     _press(viewer, key.G)
-    viewer.run_frames(1)  # the frame after G says the body is being made, and is drawn before it is
-    assert viewer.state.toast_text.startswith("Physics: making the simulated body")
+    viewer.run_frames(2)  # the frames after G say the body is being made, and are drawn before it is
+    assert viewer.state.toast_text.startswith("Physics: making the body")
     assert not viewer.live_source.physics.active and viewer.state.physics.preparing
     viewer.run_frames(1)
     assert viewer.state.physics.mode == "on" and viewer.live_source.physics.active
@@ -368,10 +368,10 @@ def test_a_push_with_the_physics_off_says_how_to_turn_it_on(viewer):
 def test_a_model_swap_with_the_physics_on_builds_the_new_models_body(viewer):
     _use(viewer, "pfnn", panel=False)
     viewer.state.physics.mode = "on"
-    viewer.run_frames(3)
+    viewer.run_frames(4)
     first = viewer.live_source.physics.tracker
     assert viewer.load_model(MODELS["matching"])
-    viewer.run_frames(3)
+    viewer.run_frames(4)
     physics = viewer.live_source.physics
     assert viewer.state.physics.mode == "on" and physics.active and physics.tracker is not first
     assert 0.0 < viewer.state.physics.figures["tracking_error"] < 0.1

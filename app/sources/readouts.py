@@ -29,12 +29,13 @@ def mvae_readout(panel, model, trail) -> None:
         panel.path = trail.path()
 
 
-PREPARING = "Physics: making the simulated body (the first time on a machine this also compiles it: a few seconds)"
+PREPARING = "Physics: making the body (the first time on a machine: a few seconds)"
+PREPARING_FRAMES = 2  # frames drawn before the body is made: the HUD sizes itself to the toast in the first
 
 
 def apply_physics_mode(state, live_source) -> bool:
     """The Physics section's mode on the live character's body, before the frame's ticks (the body is
-    made on first use, the frame after the one saying so; one that cannot be made leaves the physics
+    made on first use, after `PREPARING_FRAMES` frames saying so; one that cannot be made leaves the physics
     off and says why); True when the mode changed (the frames shown change with it)."""
     panel = state.physics
     character = getattr(live_source, "character", None)
@@ -46,14 +47,15 @@ def apply_physics_mode(state, live_source) -> bool:
     physics = live_source.physics
     if panel.mode == physics.mode and (panel.mode == "off" or physics.tracker is not None):
         return False
-    if panel.mode != "off" and physics.tracker is None and not panel.preparing:
-        # the body is made next frame, this one says so: the first time on a machine the making compiles
-        # the physics' kernels (seconds), and the window stood still on the mode's old picture, the key's
+    if panel.mode != "off" and physics.tracker is None and panel.preparing < PREPARING_FRAMES:
+        # the body is made after frames that say so: the first time on a machine the making compiles the
+        # physics' kernels (seconds), and the window stood still on the mode's old picture, the key's
         # toast never shown (a newcomer read the first G as doing nothing)
-        panel.preparing = True
-        state.toast(PREPARING, 10.0)
+        if panel.preparing == 0:
+            state.toast(PREPARING, 10.0)
+        panel.preparing += 1
         return False
-    was_preparing, panel.preparing = panel.preparing, False
+    was_preparing, panel.preparing = panel.preparing > 0, 0
     try:
         physics.set_mode(panel.mode, character)
         panel.error = ""

@@ -36,4 +36,4 @@ class PhysicsPanel:
     pushes: int = 0
     push_strength: float = 60.0  # N s: what the push key gives (60 carries the hips ~17 cm; the evaluation's 30, ~9 cm)
     error: str = ""  # why the body could not be made
-    preparing: bool = False  # a body is asked for and made next frame (this one says so)
+    preparing: int = 0  # frames drawn saying a body asked for is being made (it is made after two)
