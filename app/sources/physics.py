@@ -31,9 +31,13 @@ def push_impulse(view_yaw: float, size: float = PUSH_IMPULSE) -> np.ndarray:
 
 
 def followed_tracker(character, settings: PhysicsSettings):
-    """One simulated body for the followed character of a `runtime.Character`."""
+    """One simulated body for the followed character of a `runtime.Character`, its kernels compiled (the
+    first landing's too: not in the middle of a walk, where a fresh machine stood the window still)."""
     model = character.model
-    return physics_for(character.skeleton, model.floor_heights, 1, settings, trained_on=model.card.trained_on)
+    tracker = physics_for(character.skeleton, model.floor_heights, 1, settings, trained_on=model.card.trained_on)
+    state = character.state
+    tracker.landing.warm(np.asarray(state.world_joint_pos[:1], float), np.asarray(state.world_joint_rot[:1], float))
+    return tracker
 
 
 class LivePhysics:
@@ -56,8 +60,6 @@ class LivePhysics:
             raise ValueError(f"physics mode: expected one of {', '.join(MODES)}, got {mode!r}")
         if mode != "off" and self.tracker is None:
             self.tracker = self.make_tracker(character, self.settings)
-            state = character.state  # the first landing's kernel compiled now, not in the middle of a walk
-            self.tracker.landing.warm(np.asarray(state.world_joint_pos[:1], float), np.asarray(state.world_joint_rot[:1], float))
         if self.mode == "off" and mode != "off":
             self.reset()
         self.mode = mode
