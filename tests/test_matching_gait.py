@@ -183,3 +183,25 @@ def test_with_the_rule_on_a_start_from_standing_plays_walking_clips_only_and_a_r
     assert (walking == 0).all()  # standing frames (the standing clip is labelled a walk) and walks
     running = played_gaits(built, rule=True, run=True)
     assert (running[-60:] == 1).all()  # running at full speed: run frames
+
+
+@pytest.mark.parametrize("rule", [True, False])
+def test_prepared_trees_are_the_ones_a_first_walk_and_run_search(built, rule):
+    """`MatchingModel.prepare` (the viewer calls it after a load) builds the trees the first ticks search,
+    so none is built while the character steps (each cost the first step 0.1-0.2 s on the bundled data)."""
+    character = Character(built)
+    character.settings.matching_gait_rule = rule
+    model = character.model
+    model.prepare(character.settings, character.state.style[0])
+    prepared = set(model.index._trees)
+    assert prepared
+    stand = command_from_world_move(np.array([0.0, 0.0]), False, character.settings)
+    for move in (np.array([0.0, 1.0]), np.array([1.0, 0.0])):
+        for run in (False, True):
+            command = command_from_world_move(move, run, character.settings)
+            for _ in range(40):
+                character.tick(command, DT)
+    for _ in range(40):
+        character.tick(stand, DT)
+    assert not character.faults
+    assert set(model.index._trees) == prepared

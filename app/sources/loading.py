@@ -54,6 +54,7 @@ def _open_live(state, live_source, path, crowd: int) -> LiveSource | None:
         else:
             live = LiveSource.from_checkpoint(path, state.settings, crowd)
         summary = live.summary()
+        live.character.model.prepare(state.settings, live.character.state.style[0])  # while the load is waited on
     except Exception as error:  # any bad file: keep running what runs
         state.model.error = failure_message("load", text and state.resolve_existing(text), error)
         return None

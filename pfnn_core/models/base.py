@@ -124,6 +124,11 @@ class MotionModel:
     def set_beta(self, beta: float) -> None:
         """The PFNN's live phase bandwidth; other kinds have none."""
 
+    def prepare(self, settings, style) -> None:
+        """Build now what the first ticks of a character in `style` [S] under `settings` would build on
+        first use (a viewer calls this after loading a model, where a wait is expected, so the first
+        steps do not stand still); nothing by default."""
+
     # ---- shared by every kind -------------------------------------------------------------------
     def step(self, inputs: ModelInput) -> ModelOutput:
         """The tick's model stage: styles defaulted, then the kind's `predict_batch`."""

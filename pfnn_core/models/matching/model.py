@@ -46,7 +46,7 @@ from pfnn_core.models.matching.features import (
     weight_vector,
 )
 from pfnn_core.models.matching.inertialize import output_starts, play_kernel
-from pfnn_core.models.matching.search import RUN, WALK, MatchingIndex
+from pfnn_core.models.matching.search import ANY_GAIT, RUN, WALK, MatchingIndex
 
 NEAR_ROWS = 2  # a best frame this many rows from the one playing, in its clip, is the one playing
 SHARP_MOVE = 0.3  # m: a trajectory sample this far from where it was at the last search searches at once
@@ -154,6 +154,15 @@ class MatchingModel(MotionModel):
         self.starts = output_starts(self.y_layout)
         self._future_pos, self._future_dir = self.y_layout.slice("future_pos"), self.y_layout.slice("future_dir")
         self._mean_pose = None
+
+    def prepare(self, settings, style) -> None:
+        """The search trees a character in `style` [S] takes first (its style's, every style's for a
+        borrowed side-step, the standing rows'), of the gaits the rule asks, built now: built at the first
+        search instead, they stood a viewer's first step still for 0.3-0.6 s."""
+        self.index.set_weights(live_weights(settings))
+        rule = getattr(settings, "matching_gait_rule", DEFAULT_GAIT_RULE)
+        styles = [-1] + ([int(s) for s in np.flatnonzero(np.asarray(style) > 0.0)] if self.num_styles else [])
+        self.index.prepare(styles, (WALK, RUN) if rule else (ANY_GAIT,))
 
     # ---- state ------------------------------------------------------------------------------------
     def initial_model_state(self, batch: int) -> dict:

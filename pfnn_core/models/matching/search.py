@@ -86,6 +86,14 @@ class MatchingIndex:
             self._trees[(style, gait)] = found
         return found
 
+    def prepare(self, styles, gaits) -> None:
+        """Build now the trees that searches of these styles (-1: every style) and gaits take, and the
+        standing rows' tree (otherwise each is built at its first search: 0.1-0.2 s on the bundled data)."""
+        self._tree(STANDING)
+        for style in styles:
+            for gait in gaits:
+                self._tree(int(style), int(gait))
+
     def normalised(self, queries: np.ndarray) -> np.ndarray:
         return self.normalisation.apply(queries, self.weights)
 
