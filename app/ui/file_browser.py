@@ -309,7 +309,7 @@ def _entry_name(browser: BrowserState, entry: Entry) -> str | None:
     return None
 
 
-def _confirm_row(browser: BrowserState, rects: dict | None) -> tuple[str | None, bool]:
+def _confirm_row(browser: BrowserState, rects: dict) -> tuple[str | None, bool]:
     """The file name field, the confirm and Cancel buttons and why the choice cannot be confirmed yet;
     (the path confirmed or None, Cancel pressed)."""
     chosen = None
@@ -321,9 +321,7 @@ def _confirm_row(browser: BrowserState, rects: dict | None) -> tuple[str | None,
     label = "Use this folder" if browser.kind == "folder" else "Save here" if browser.save else "Open"
     if imgui.button(label):
         chosen = path
-    if rects is not None:
-        low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
-        rects["browser_confirm"] = (low.x, low.y, high.x, high.y)
+    _rect(rects, "browser_confirm")
     imgui.end_disabled()
     imgui.same_line()
     cancelled = imgui.button("Cancel")

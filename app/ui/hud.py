@@ -59,8 +59,7 @@ def recording_label(state) -> str:
     dropped = capture.video_dropped if capture.video_recording else 0
     label = ""
     if state.on_screen and (state.record.recording or capture.video_recording):
-        label = {(True, False): "REC", (False, True): "REC video",
-                 (True, True): "REC BVH + video"}[(bool(state.record.recording), bool(capture.video_recording))]
+        label = "REC" if not capture.video_recording else "REC BVH + video" if state.record.recording else "REC video"
     if dropped:
         label += f"{'  ' if label else ''}{dropped} frame{'s' * (dropped != 1)} dropped (encoder behind)"
     return label
