@@ -107,15 +107,15 @@ class RuntimeSettings:
     # outputs only supply the twist of one-child bones); off = show the predicted rotations as they are.
     fit_rotations: bool = tunable(True, "Fit rotations to positions",
                                    "Point every bone at the predicted joint positions (robust to poor rotation outputs).")
-    # Pin feet in the world while their contact output is high.
-    foot_locking: bool = tunable(True, "Foot locking", "Pin planted feet in place with leg IK.")
-    # Contact output (0..1) above which a foot is pinned.
+    # Root velocity toward keeping the contact feet still (`runtime.contact_root`; docs/EVALUATION.md).
+    root_from_contacts: float = tunable(1.0, "Root from contact feet", "Move the root so planted feet stay put "
+                                        "(0 = the model's own root velocity).", min=0.0, max=1.0, step=0.05)
+    foot_locking: bool = tunable(True, "Foot locking", "Pin planted feet in place with leg IK.")  # while in contact
     contact_threshold: float = tunable(0.5, "Contact threshold", "Contact output above which a foot is pinned.",
-                                        min=0.05, max=0.99, step=0.01)
+                                        min=0.05, max=0.99, step=0.01)  # the contact output, 0..1
     # A pin starts only while its joint is within this height (m) of its floor (not left hanging in the air).
-    lock_start_height: float = tunable(0.05, "Lock start height (m)",
-                                        "A foot joint is pinned only when it is this close to its floor level.",
-                                        min=0.005, max=0.5, step=0.005)
+    lock_start_height: float = tunable(0.05, "Lock start height (m)", "A foot joint is pinned only when it is this "
+                                        "close to its floor level.", min=0.005, max=0.5, step=0.005)
     # A pin that starts within this height (m) of its joint's floor level is brought onto it.
     floor_snap_height: float = tunable(0.03, "Floor snap (m)", "Pins starting this close to the floor are put on it.",
                                         min=0.0, max=0.1, step=0.005)
@@ -325,7 +325,7 @@ class RuntimeSettings:
                                    floor_clamp=False, phase_mode="network", slow_walk_speed=0.0, pose_smoothing=0.0,
                                    settle_steps=False, start_from_command=False,
                                    start_priming=0.0, walk_past_after_run=False, catch_up_steps=False,
-                                   swing_clearance=0.0, lean_per_acceleration=0.0)
+                                   swing_clearance=0.0, lean_per_acceleration=0.0, root_from_contacts=0.0)
 
     # ---- ranges --------------------------------------------------------------------------------
     def fit_to_model(self, card: ModelCard) -> list[tuple[str, float, float]]:

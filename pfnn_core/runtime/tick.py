@@ -23,6 +23,7 @@ import numpy as np
 from pfnn_core.math.quat import quat_from_yaw
 from pfnn_core.models.base import ModelInput, MotionModel
 from pfnn_core.runtime.command import Command, CommandBatch
+from pfnn_core.runtime.contact_root import contact_root_velocity
 from pfnn_core.runtime.feet import Settling, place_feet, release_times
 from pfnn_core.runtime.guards import check_tick
 from pfnn_core.runtime.lean import lean_upper_body
@@ -106,7 +107,9 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                       release_time=release_times(settings, commands.facing, trajectory.springs.velocity))
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
-    motion = root_motion(state.root_pos, root_yaw, out["root_vel"], out["root_yaw_rate"][:, 0],
+    root_vel = contact_root_velocity(out["root_vel"], out["root_yaw_rate"][:, 0], out["joint_pos"], state.joint_pos,
+                                     contacts, model.plan.contact_joints, dt, settings.root_from_contacts)
+    motion = root_motion(state.root_pos, root_yaw, root_vel, out["root_yaw_rate"][:, 0],
                          trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
                          trajectory.warp, state.drift, settings, dt, float(model.future_times[0]), settling.characters,
                          commands.strafe, state.traj_past_gait[:, :, 0])
