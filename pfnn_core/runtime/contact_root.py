@@ -14,9 +14,30 @@ positions are in their own tick's root frame.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from pfnn_core.math.planar import rotate_xz
+from pfnn_core.math.mat3 import njit
+
+
+@njit
+def _contact_root_kernel(root_vel, yaw_rate, joint_pos, joint_pos_before, contacts, joints, dt, amount, out):
+    for b in range(root_vel.shape[0]):
+        c, s = math.cos(yaw_rate[b] * dt), math.sin(yaw_rate[b] * dt)
+        total, mean_x, mean_z = 0.0, 0.0, 0.0
+        for k in range(joints.shape[0]):
+            weight = min(max(contacts[b, k], 0.0), 1.0)
+            x, z = joint_pos[b, joints[k], 0], joint_pos[b, joints[k], 2]
+            # the new position turned into the last root frame (`planar.rotate_xz` by the turn)
+            mean_x += weight * (joint_pos_before[b, joints[k], 0] - (c * x + s * z)) / dt
+            mean_z += weight * (joint_pos_before[b, joints[k], 2] - (-s * x + c * z)) / dt
+            total += weight
+        share = amount * min(total, 1.0)
+        if total > 0.0:
+            mean_x, mean_z = mean_x / total, mean_z / total
+        out[b, 0] = (1.0 - share) * root_vel[b, 0] + share * mean_x
+        out[b, 1] = (1.0 - share) * root_vel[b, 1] + share * mean_z
 
 
 def contact_root_velocity(root_vel: np.ndarray, yaw_rate: np.ndarray, joint_pos: np.ndarray,
@@ -33,13 +54,9 @@ def contact_root_velocity(root_vel: np.ndarray, yaw_rate: np.ndarray, joint_pos:
     root_vel = np.asarray(root_vel, np.float64)
     if amount <= 0.0:
         return root_vel
-    joints = np.asarray(contact_joints, np.int64)
-    turn = np.asarray(yaw_rate, np.float64) * dt
-    now = rotate_xz(turn[:, None], np.asarray(joint_pos, np.float64)[:, joints][..., [0, 2]])
-    before = np.asarray(joint_pos_before, np.float64)[:, joints][..., [0, 2]]
-    still = (before - now) / dt  # [B, K, 2]
-    weight = np.clip(np.asarray(contacts, np.float64), 0.0, 1.0)
-    total = weight.sum(axis=1)
-    mean = (weight[..., None] * still).sum(axis=1) / np.maximum(total, 1e-9)[:, None]
-    share = min(float(amount), 1.0) * np.clip(total, 0.0, 1.0)[:, None]
-    return (1.0 - share) * root_vel + share * mean
+    out = np.empty((len(root_vel), 2))
+    _contact_root_kernel(np.ascontiguousarray(root_vel), np.ascontiguousarray(yaw_rate, np.float64),
+                         np.ascontiguousarray(joint_pos, np.float64), np.ascontiguousarray(joint_pos_before, np.float64),
+                         np.ascontiguousarray(contacts, np.float64), np.asarray(contact_joints, np.int64), float(dt),
+                         min(float(amount), 1.0), out)
+    return out
