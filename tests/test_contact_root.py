@@ -71,10 +71,10 @@ def test_a_fully_planted_foot_keeps_its_world_position_through_a_turning_step():
         np.testing.assert_allclose(world_now, world_before, atol=1e-9)
 
 
-def test_the_bare_network_preset_leaves_the_root_to_the_model_and_the_runtime_does_not():
+def test_the_bare_network_preset_and_the_runtime_default_leave_the_root_to_the_model():
     card = load_checkpoint(DEFAULT_MODEL).card
     assert RuntimeSettings.bare_network(card).root_from_contacts == 0.0
-    assert RuntimeSettings.for_model(card).root_from_contacts == 1.0
+    assert RuntimeSettings.for_model(card).root_from_contacts == 0.0  # off by default: slows starts
 
 
 @pytest.mark.slow
