@@ -1,16 +1,12 @@
 """The root's velocity from the model's contact feet (`runtime.contact_root`): hand-computed steps, the
-world invariant it exists for, the bare preset without it, and the shipped model's side-steps with it."""
-import dataclasses
+world invariant it exists for, the bare preset and the runtime's default without it (the shipped model's
+side-steps with it: tests/test_runtime.py)."""
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from pfnn_core.evaluation import measures
 from pfnn_core.math.planar import rotate_xz
 from pfnn_core.models.registry import load_checkpoint
-from pfnn_core.runtime.character import Character
-from pfnn_core.runtime.command import command_from_world_move
 from pfnn_core.runtime.contact_root import contact_root_velocity
 from pfnn_core.runtime.settings import RuntimeSettings
 
@@ -75,23 +71,3 @@ def test_the_bare_network_preset_and_the_runtime_default_leave_the_root_to_the_m
     card = load_checkpoint(DEFAULT_MODEL).card
     assert RuntimeSettings.bare_network(card).root_from_contacts == 0.0
     assert RuntimeSettings.for_model(card).root_from_contacts == 0.0  # off by default: slows starts
-
-
-@pytest.mark.slow
-def test_the_shipped_models_side_steps_skate_less_with_the_root_from_the_contact_feet():
-    """Side-steps are where a model's root and feet disagreed most (its root velocity carried the planted
-    foot sideways): 4 s of side-steps on the shipped model, the evaluation's skating at the capture's
-    floor, the runtime with and without the contact root."""
-    checkpoint = load_checkpoint(DEFAULT_MODEL)
-
-    def skating(amount):
-        settings = dataclasses.replace(RuntimeSettings.for_model(checkpoint.card), root_from_contacts=amount)
-        character, feet = Character(checkpoint, settings), []
-        for tick in range(270):
-            move = [1.0, 0.0] if tick >= 30 else [0.0, 0.0]
-            command = command_from_world_move(move, False, settings, facing=[0.0, 1.0])
-            feet.append(character.tick(command, DT).world_joint_pos[0, character.model.contact_joints].copy())
-        return measures.foot_skating(np.array(feet)[90:], character.model.floor_heights, DT).mean()
-
-    without, with_root = skating(0.0), skating(1.0)
-    assert with_root < 0.8 * without, (without, with_root)

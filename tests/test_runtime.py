@@ -551,6 +551,22 @@ def test_side_steps_and_backward_walks_on_the_shipped_model_lift_their_swinging_
 
 @shipped
 @pytest.mark.slow
+def test_the_shipped_models_side_steps_skate_less_with_the_root_from_the_contact_feet():
+    """Side-steps are where a model's root and feet disagreed most (its root velocity carried the planted
+    foot sideways): 4 s of side-steps on the shipped model, the evaluation's skating at the capture's
+    floor, the runtime with and without the contact root (`runtime.contact_root`)."""
+    checkpoint = load_checkpoint(DEFAULT_MODEL)
+
+    def skating(amount):
+        feet, floor = _strafe(checkpoint, (1.0, 0.0), root_from_contacts=amount)
+        return measures.foot_skating(feet[90:], floor, DT).mean()
+
+    without, with_root = skating(0.0), skating(1.0)
+    assert with_root < 0.8 * without, (without, with_root)
+
+
+@shipped
+@pytest.mark.slow
 def test_one_foot_down_keeps_side_steps_from_hovering():
     """Lifting swinging feet and taking catch-up steps whatever the other foot does took both feet off the
     floor (every contact joint more than 2 cm up) in a share of the side-steps' frames; the mocap's own

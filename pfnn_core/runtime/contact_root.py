@@ -14,24 +14,23 @@ positions are in their own tick's root frame.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from pfnn_core.math import mat3
 from pfnn_core.math.mat3 import njit
 
 
 @njit
 def _contact_root_kernel(root_vel, yaw_rate, joint_pos, joint_pos_before, contacts, joints, dt, amount, out):
     for b in range(root_vel.shape[0]):
-        c, s = math.cos(yaw_rate[b] * dt), math.sin(yaw_rate[b] * dt)
+        turn = mat3.yaw_matrix(yaw_rate[b] * dt)  # the new root frame seen from the last one
         total, mean_x, mean_z = 0.0, 0.0, 0.0
         for k in range(joints.shape[0]):
             weight = min(max(contacts[b, k], 0.0), 1.0)
-            x, z = joint_pos[b, joints[k], 0], joint_pos[b, joints[k], 2]
-            # the new position turned into the last root frame (`planar.rotate_xz` by the turn)
-            mean_x += weight * (joint_pos_before[b, joints[k], 0] - (c * x + s * z)) / dt
-            mean_z += weight * (joint_pos_before[b, joints[k], 2] - (-s * x + c * z)) / dt
+            now = mat3.mat_vec(turn, mat3.load3(joint_pos[b], joints[k]))
+            before = mat3.load3(joint_pos_before[b], joints[k])
+            mean_x += weight * (before[0] - now[0]) / dt
+            mean_z += weight * (before[2] - now[2]) / dt
             total += weight
         share = amount * min(total, 1.0)
         if total > 0.0:
