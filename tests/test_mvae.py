@@ -18,6 +18,7 @@ from pfnn_core.models.mvae.losses import (
     collapse_warning,
     jerk,
     kl_per_dimension,
+    planted,
     skate,
     still,
 )
@@ -166,6 +167,35 @@ def test_the_still_term_counts_root_speed_yaw_rate_and_foot_speed_above_the_data
     pred.requires_grad_(True)
     still(pred, data, parts)[0].backward()  # absolute, not squared: a small drift keeps its full gradient
     assert float(pred.grad[0, parts.yaw_rate[0]]) == pytest.approx(-1.0)
+
+
+def test_the_planted_term_is_the_world_speed_root_and_pose_give_a_contact_foot_above_the_datas():
+    parts = _raw_parts(None)
+    dt = 1.0 / 60.0
+    before, pred, data = (torch.zeros(1, LAYOUTS.y.size) for _ in range(3))
+    for joint in range(4):
+        before[0, parts.foot_pos[joint, 0]] = 0.1 * (joint + 1)
+        pred[0, parts.foot_pos[joint, 0]] = 0.1 * (joint + 1)
+        data[0, parts.foot_pos[joint, 0]] = 0.1 * (joint + 1)  # the data's feet stand still
+        data[0, parts.contacts[joint]] = 1.0
+    pred[0, parts.root_vel[1]] = 0.6  # the root walks forward 1 cm this tick...
+    pred[0, parts.foot_pos[0, 2]] = -0.01  # ...and joint 0 moves back 1 cm in the root frame: still in the world
+    data[0, parts.contacts[3]] = 0.0  # joint 3 is in the air in the data: not counted
+    # joints 1 and 2 stay put in the root frame: they slide forward with the root at 0.6 m/s
+    assert float(planted(pred, before, data, before, parts, dt)[0]) == pytest.approx((0.0 + 0.6 + 0.6 + 0.0) / 4, rel=1e-4)
+    # a turn: the root turns by a, the joints turned back by -a in the new root frame stay where they were
+    turn = 0.3
+    pred = torch.zeros(1, LAYOUTS.y.size)
+    pred[0, parts.yaw_rate[0]] = turn / dt
+    for joint in range(4):
+        x = 0.1 * (joint + 1)  # R(-a) (x, 0) = (cos a x, sin a x) with R(a)(x, z) = (c x + s z, -s x + c z)
+        pred[0, parts.foot_pos[joint, 0]], pred[0, parts.foot_pos[joint, 2]] = np.cos(turn) * x, np.sin(turn) * x
+    assert float(planted(pred, before, data, before, parts, dt)[0]) == pytest.approx(0.0, abs=1e-4)
+    # the data's own creep is not fought: data sliding forward at 0.5 m/s leaves 0.1 of the 0.6
+    sliding = before.clone()
+    sliding[0, parts.root_vel[1]] = 0.6
+    data[0, parts.root_vel[1]] = 0.5
+    assert float(planted(sliding, before, data, before, parts, dt)[0]) == pytest.approx(3 * 0.1 / 4, rel=1e-4)
 
 
 def test_the_jerk_term_is_zero_for_constant_acceleration_and_exact_for_a_cubic():

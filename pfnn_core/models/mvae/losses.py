@@ -12,6 +12,12 @@
   evaluation's foot skating weighs a step (w = 2 - 2^(h/H), h the height above the joint's floor level,
   H = 2 cm; w held fixed, so the feet are not lifted to hide a slide), plus how far (m) a joint sinks
   more than H below its floor level;
+- planted (the policy's, optional): the horizontal speed (m/s) in the world of the 4 contact joints
+  where the data's contact label is on, as the frame moves them: the root's step (velocity and yaw
+  rate) plus the joint's own step in the root frame from the frame before; counted above the data's
+  own. The foot term reads the frame's joint-velocity numbers, which the runtime never integrates; a
+  model whose root and feet disagree skates with clean velocity numbers (docs/EVALUATION.md, "The root
+  from the contact feet");
 - still (the policy's, optional): on frames whose command is to stand, the root's speed (m/s) and yaw
   rate (rad/s) and the 4 contact joints' horizontal speed (m/s), each counted above the data's own
   (absolute, not squared: a drift of half a degree a second is 1e-4 of a normalised squared error,
@@ -83,6 +89,29 @@ def foot_velocity(pred: torch.Tensor, target: torch.Tensor, parts: FrameParts) -
 
     contact = (target[:, parts.contacts] * parts.std[parts.contacts] + parts.mean[parts.contacts]).clamp(0.0, 1.0)
     return (contact * torch.relu(speed(pred) - speed(target))).mean(-1)
+
+
+def planted(pred: torch.Tensor, before: torch.Tensor, target: torch.Tensor, real_before: torch.Tensor,
+            parts: FrameParts, dt: float) -> torch.Tensor:
+    """[B] mean over the contact joints of contact x (world speed the frame gives the joint above the
+    data's), m/s. A joint's world step over dt, in the root frame before: root velocity x dt plus
+    R(yaw rate x dt) p_now - p_before (the feature contract: the root's velocity is in the last root
+    frame, joint positions in their own tick's); `before` is the frame the model was fed."""
+    def real(frames, index):
+        return frames[:, index] * parts.std[index] + parts.mean[index]
+
+    def world_speed(frames, frames_before):
+        now, then = real(frames, parts.foot_pos), real(frames_before, parts.foot_pos)
+        turn = real(frames, parts.yaw_rate) * dt  # [B, 1]
+        c, s = torch.cos(turn), torch.sin(turn)
+        x = c * now[..., 0] + s * now[..., 2] - then[..., 0]
+        z = -s * now[..., 0] + c * now[..., 2] - then[..., 2]
+        root = real(frames, parts.root_vel)
+        return torch.stack([root[:, :1] + x / dt, root[:, 1:] + z / dt], -1).norm(dim=-1)
+
+    contact = (target[:, parts.contacts] * parts.std[parts.contacts] + parts.mean[parts.contacts]).clamp(0.0, 1.0)
+    excess = torch.relu(world_speed(pred, before) - world_speed(target, real_before))
+    return (contact * excess).mean(-1)
 
 
 def acceleration(pred: torch.Tensor, history: torch.Tensor, target: torch.Tensor, real_history: torch.Tensor,

@@ -21,6 +21,7 @@ from pfnn_core.models.mvae.losses import (
     foot_velocity,
     jerk,
     kl_per_dimension,
+    planted,
     reconstruction,
     skate,
     still,
@@ -58,6 +59,7 @@ class LossWeights:
     jerk: float = 0.0  # the policy's: the pose's third difference against the data's
     style: float = 0.0  # the policy's: cross-entropy of the style classifier on the decoded frames
     still: float = 0.0  # the policy's: motion above the data's on standing frames (`losses.still`)
+    planted: float = 0.0  # the policy's: contact feet moving in the world as the frame places them (`losses.planted`)
 
 STOP_RAMP_S = 0.5  # s: a stop rollout's still term ramps 0 -> 1 over this time after the release
 
@@ -114,7 +116,8 @@ def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, w
     """Mean loss terms over fully autoregressive policy rollouts along `rows` [B, H + L]
     (H = `policy_history_length`), in pose space through the frozen decoder: reconstruction of the
     data's frames under the data's control, root velocity (responsiveness), acceleration (smoothness),
-    foot velocity on the data's contacts; with their weights set, skating near the floor, jerk (from the
+    foot velocity on the data's contacts; with their weights set, skating near the floor, the contact
+    feet's world motion (`losses.planted`), jerk (from the
     second frame on), the style classifier's cross-entropy against the commanded style, and the still
     term on the data's standing frames.
     The first current latent is the posterior mean of the last real transition, or the prior mean
@@ -161,6 +164,8 @@ def policy_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, w
                  "foot": mean(foot_velocity(pred, target, tensors.parts))}
         if "skate" in extra:
             terms["skate"] = mean(skate(pred, tensors.parts))
+        if "planted" in extra:
+            terms["planted"] = mean(planted(pred, history[:, -1], target, real[:, t - 1], tensors.parts, 1.0 / SIM_FPS))
         if "jerk" in extra and t >= 3:
             terms["jerk"] = mean(jerk(pred, trail, target, real[:, t - 3:t], tensors.parts)) * steps / (steps - 1)
         if "style" in extra:
@@ -194,7 +199,7 @@ def _standing_frame(parts: FrameParts, like: torch.Tensor) -> torch.Tensor:
 
 def _policy_extra_terms(weights: LossWeights, tensors: MVAETensors) -> tuple:
     """The optional policy terms whose weight is set (the style term also needs styles and a classifier)."""
-    names = [name for name in ("skate", "jerk") if getattr(weights, name) > 0.0]
+    names = [name for name in ("skate", "jerk", "planted") if getattr(weights, name) > 0.0]
     if weights.still > 0.0 and tensors.idle is not None:
         names.append("still")
     if weights.style > 0.0 and tensors.style is not None and tensors.style_classifier is not None:

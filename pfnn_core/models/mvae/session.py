@@ -26,7 +26,7 @@ from pfnn_core.models.mvae.rollouts import (
 VAL_CHUNK = 512
 TERMS = {"vae": ("total", "reconstruction", "kl", "foot", "acceleration"),
          "policy": ("total", "reconstruction", "velocity", "acceleration", "foot")}
-EXTRA_POLICY_TERMS = ("skate", "jerk", "style", "still")  # kept in the history when their weight is set
+EXTRA_POLICY_TERMS = ("skate", "jerk", "style", "still", "planted")  # kept in the history when their weight is set
 CLASSIFIER_STEPS, CLASSIFIER_BATCH = 400, 512
 
 

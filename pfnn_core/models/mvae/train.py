@@ -70,6 +70,7 @@ class MVAETrainConfig:
     jerk_weight: float = 0.0      # the policy's: the pose's third difference against the data's
     style_weight: float = 0.0     # the policy's: the style classifier's cross-entropy on the decoded frames
     still_weight: float = 0.0     # the policy's: root and foot motion above the data's while commanded to stand
+    planted_weight: float = 0.0   # the policy's: contact feet moving in the world as root and pose place them (m/s)
     idle_share: float = 0.0       # share of each policy batch drawn from windows that end standing
     stop_share: float = 0.0       # share of policy rollouts made stops (standing command from the first target)
     policy_rollout: int = 0       # frames per policy rollout (0: `rollout`)
@@ -101,7 +102,7 @@ class MVAETrainConfig:
         foot = self.foot_weight if self.policy_foot_weight < 0 else self.policy_foot_weight
         return LossWeights(self.kl_weight, foot, self.acceleration_weight, self.velocity_weight,
                            skate=self.skate_weight, jerk=self.jerk_weight, style=self.style_weight,
-                           still=self.still_weight)
+                           still=self.still_weight, planted=self.planted_weight)
 
     def rollout_length(self, stage: str) -> int:
         return self.policy_rollout if stage == "policy" and self.policy_rollout > 0 else self.rollout
