@@ -8,6 +8,7 @@ import numpy as np
 from pfnn_core.math.planar import rotate_xz
 from pfnn_core.models.registry import load_checkpoint
 from pfnn_core.runtime.contact_root import contact_root_velocity
+from pfnn_core.runtime.root_motion import START_SHAPE, start_lean
 from pfnn_core.runtime.settings import RuntimeSettings
 
 DT = 1.0 / 60.0
@@ -47,6 +48,25 @@ def test_half_a_contact_or_half_the_amount_blends_halfway_and_none_keeps_the_mod
         np.testing.assert_array_equal(same, model)
 
 
+def test_the_amount_is_per_character():
+    before, now = poses([(0.0, 0.3)] * 4, [(0.0, 0.29)] * 4)
+    model = np.array([[0.2, 1.0], [0.2, 1.0], [0.2, 1.0]])
+    out = contact_root_velocity(model, np.zeros(3), np.repeat(now, 3, 0), np.repeat(before, 3, 0), np.ones((3, 4)),
+                                FEET, DT, np.array([1.0, 0.0, 0.25]))
+    np.testing.assert_allclose(out, [[0.0, 0.6], [0.2, 1.0], [0.15, 0.9]], atol=1e-12)
+
+
+def test_a_start_from_standing_leans_on_the_command_as_root_motion_does():
+    """`start_lean`: (share of the last second stood) ** START_SHAPE, none while strafing or with starts
+    left to the model; the tick scales the contact root by 1 - this (a start is the command's)."""
+    settings = RuntimeSettings()
+    stood = np.array([[1.0] * 10, [1.0] * 5 + [0.0] * 5, [0.0] * 10, [1.0] * 10])
+    lean = start_lean(stood, np.array([False, False, False, True]), settings)
+    np.testing.assert_allclose(lean, [1.0, 0.5 ** START_SHAPE, 0.0, 0.0])
+    settings.start_from_command = False
+    np.testing.assert_array_equal(start_lean(stood, np.zeros(4, bool), settings), np.zeros(4))
+
+
 def test_a_fully_planted_foot_keeps_its_world_position_through_a_turning_step():
     """Random poses, turns and root velocities: with one foot planted, placing both poses in the world
     (the root stepping by the returned velocity in the last root frame, turning by yaw rate * dt) puts the
@@ -67,7 +87,7 @@ def test_a_fully_planted_foot_keeps_its_world_position_through_a_turning_step():
         np.testing.assert_allclose(world_now, world_before, atol=1e-9)
 
 
-def test_the_bare_network_preset_and_the_runtime_default_leave_the_root_to_the_model():
+def test_the_bare_network_preset_leaves_the_root_to_the_model_and_the_runtime_moves_it_with_the_feet():
     card = load_checkpoint(DEFAULT_MODEL).card
     assert RuntimeSettings.bare_network(card).root_from_contacts == 0.0
-    assert RuntimeSettings.for_model(card).root_from_contacts == 0.0  # off by default: slows starts
+    assert RuntimeSettings.for_model(card).root_from_contacts == 1.0

@@ -219,6 +219,17 @@ def _motion_kernel(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, 
         out_speed[b, 1] = math.sqrt(predicted[0] * predicted[0] + predicted[1] * predicted[1])
 
 
+def start_lean(stood, strafe, settings, shape: float = START_SHAPE) -> np.ndarray:
+    """[B] how far a start leans the root on the command, 0..1: (share of the last second stood, `stood`
+    [B, N] stand labels) ** `shape`, for characters not strafing with `start_from_command` on (with
+    START_SHAPE, the share `_motion_kernel` adds to `root_motion_from_command`)."""
+    stood = np.asarray(stood, np.float64)
+    if not settings.start_from_command or stood.shape[1] == 0:
+        return np.zeros(len(stood))
+    share = np.clip(stood.mean(axis=1), 0.0, 1.0) ** shape
+    return np.where(np.asarray(strafe, bool), 0.0, share)
+
+
 def root_motion(root_pos, root_yaw, predicted_vel_local, predicted_yaw_rate, command_velocity, command_yaw,
                 command_speed, warp, drift: DriftErrors, settings, dt: float, first_future_time: float,
                 released=None, strafe=None, stood=None) -> RootMotion:

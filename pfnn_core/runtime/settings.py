@@ -107,8 +107,8 @@ class RuntimeSettings:
     # outputs only supply the twist of one-child bones); off = show the predicted rotations as they are.
     fit_rotations: bool = tunable(True, "Fit rotations to positions",
                                    "Point every bone at the predicted joint positions (robust to poor rotation outputs).")
-    # Root velocity toward keeping the contact feet still (`runtime.contact_root`); off: slows starts (EVALUATION.md).
-    root_from_contacts: float = tunable(0.0, "Root from contact feet", "Move the root so planted feet stay put "
+    # Root velocity toward keeping the contact feet still (`runtime.contact_root`; it gives way at starts).
+    root_from_contacts: float = tunable(1.0, "Root from contact feet", "Move the root so planted feet stay put "
                                         "(0 = the model's own root velocity).", min=0.0, max=1.0, step=0.05)
     foot_locking: bool = tunable(True, "Foot locking", "Pin planted feet in place with leg IK.")  # while in contact
     contact_threshold: float = tunable(0.5, "Contact threshold", "Contact output above which a foot is pinned.",

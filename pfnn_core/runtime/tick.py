@@ -23,12 +23,12 @@ import numpy as np
 from pfnn_core.math.quat import quat_from_yaw
 from pfnn_core.models.base import ModelInput, MotionModel
 from pfnn_core.runtime.command import Command, CommandBatch
-from pfnn_core.runtime.contact_root import contact_root_velocity
+from pfnn_core.runtime.contact_root import GIVE_WAY_SHAPE, contact_root_velocity
 from pfnn_core.runtime.feet import Settling, place_feet, release_times
 from pfnn_core.runtime.guards import check_tick
 from pfnn_core.runtime.lean import lean_upper_body
 from pfnn_core.runtime.pose import pose_from_prediction
-from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion, walked_past
+from pfnn_core.runtime.root_motion import advance_phase, primed_past, root_motion, start_lean, walked_past
 from pfnn_core.runtime.settings import RuntimeSettings
 from pfnn_core.runtime.state import CharacterState, yaw_of
 from pfnn_core.runtime.trajectory import (
@@ -107,12 +107,15 @@ def step(state: CharacterState, command: Command | Sequence[Command] | CommandBa
                       release_time=release_times(settings, commands.facing, trajectory.springs.velocity))
     # only characters that take settling steps leave their root to the command alone (the steps go where
     # the command spring comes to rest); without steps the network's motion stays
+    # a start leans the root on the command; the contact feet give the root back to the model then
+    stood = state.traj_past_gait[:, :, 0]
+    from_feet = settings.root_from_contacts * (1.0 - start_lean(stood, commands.strafe, settings, GIVE_WAY_SHAPE))
     root_vel = contact_root_velocity(out["root_vel"], out["root_yaw_rate"][:, 0], out["joint_pos"], state.joint_pos,
-                                     contacts, model.plan.contact_joints, dt, settings.root_from_contacts)
+                                     contacts, model.plan.contact_joints, dt, from_feet)
     motion = root_motion(state.root_pos, root_yaw, root_vel, out["root_yaw_rate"][:, 0],
                          trajectory.springs.velocity, trajectory.command_yaw[:, 0], trajectory.command_speed,
                          trajectory.warp, state.drift, settings, dt, float(model.future_times[0]), settling.characters,
-                         commands.strafe, state.traj_past_gait[:, :, 0])
+                         commands.strafe, stood)
     phase = advance_phase(state.phase, motion, out["dphase"][:, 0], trajectory.warp, settings, dt,
                           lambda speed: settings.stride_scale * model.stride_length(speed, state.style),
                           model.sim_fps)
