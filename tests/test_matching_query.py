@@ -124,3 +124,24 @@ def test_a_walk_asked_to_stop_switches_to_a_standing_frame_at_its_first_search(m
     standing = np.flatnonzero(database.row_standing & database.candidates)
     costs = model.index.cost_of(np.repeat(queries, len(standing), axis=0), standing)
     assert found[0] == standing[np.argmin(costs)]
+
+
+def test_a_walk_whose_clip_ran_out_switches_though_its_last_frame_fits_best(model):
+    """The playback holds a moving clip's last frame until a switch; that frame, asked for its own path,
+    costs nothing, so the margin rule kept it and the pose stood frozen while the root moved on (a
+    backward strafe slid a statue for 2.2 s). A moving clip that ran out is always left."""
+    database = model.database
+    walk = clip_rows(model, "_walk_normal_")
+    last = np.array([database.segment_end[walk[0]]])
+    assert not database.row_standing[last[0]] and not database.candidates[last[0]]
+    inputs = type("Inputs", (), {"settings": None, "style": normal(model), "x": None})()
+    state = model.initial_model_state(1)
+    trajectory = database.features[last, TRAJECTORY_PART]
+    assert model.index.cost_of(model.queries(last, trajectory), last)[0] < 1e-9  # it fits itself exactly
+    found, switch = model._search(inputs, state, last, np.zeros(1, bool), np.ones(1, bool), trajectory)
+    assert switch[0] and found[0] != last[0] and database.candidates[found[0]]
+    # a frame in the middle of the clip asked for its own path goes on (nothing else changed)
+    middle = walk[len(walk) // 2: len(walk) // 2 + 1]
+    found, switch = model._search(inputs, state, middle, np.zeros(1, bool), np.ones(1, bool),
+                                  database.features[middle, TRAJECTORY_PART])
+    assert not switch[0] and found[0] == middle[0]

@@ -115,6 +115,11 @@ def gather_rows(current, found, fresh, segment_end, out):
         out[b, 2], out[b, 3] = found[b], min(found[b] + 1, segment_end[found[b]])
 
 
+def ran_out(rows: np.ndarray, segment_end: np.ndarray, standing: np.ndarray) -> np.ndarray:
+    """[B] bool: the rows are the last of a moving clip (the playback holds there until it switches)."""
+    return (rows == segment_end[rows]) & ~standing[rows]
+
+
 def asked_gait(x: np.ndarray, x_layout, warp: np.ndarray | None) -> np.ndarray:
     """[B] WALK or RUN: the gait the model input's planned trajectory asks, by its speed at its end
     (+40 to +50 frames) against `RUN_SPEED`, seen without the runtime's slow-walk speed warp.
@@ -273,10 +278,14 @@ class MatchingModel(MotionModel):
             standing = self.index.search_standing(queries[stopping])
             result.rows[stopping], result.cost[stopping] = standing.rows, standing.cost
             result.distance[stopping] = standing.distance
+        # a moving clip that ran out is held at its last frame: it must be left, or the pose stands frozen
+        # while the root moves on (a held end frame cost little more than the best, and a strafe slid a
+        # statue for 2.2 s)
+        keep = ~new & ~ran_out(current[who], database.segment_end, database.row_standing)
         near = ((database.segment_of[result.rows] == database.segment_of[current[who]])
-                & (np.abs(result.rows - current[who]) <= NEAR_ROWS) & ~new)
+                & (np.abs(result.rows - current[who]) <= NEAR_ROWS) & keep)
         # the frame playing goes on unless the best is clearly better: a switch costs a blend (and its pops)
-        near |= (self.index.cost_of(queries, current[who]) * (1.0 - SWITCH_MARGIN) <= result.cost) & ~new & ~stopping
+        near |= (self.index.cost_of(queries, current[who]) * (1.0 - SWITCH_MARGIN) <= result.cost) & keep & ~stopping
         found[who] = np.where(near, current[who], result.rows)
         switch[who] = ~near
         state["clock"][who] = 0.0
