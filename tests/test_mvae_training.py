@@ -53,6 +53,27 @@ def test_each_epochs_report_is_that_epochs_number_stage_and_held_out_loss_per_te
 
 
 @pytest.mark.slow
+def test_the_vae_stage_planted_term_is_recorded_and_weighted_into_the_total(tmp_path):
+    """`vae_planted_weight` gives the decoder the policy's planted term (`losses.planted`): recorded in the
+    VAE's history and added to its total with its weight; a run without it records no such term."""
+    weight = 0.3
+    config = _tiny(tmp_path, vae_epochs=1, decoder_only_epochs=0, kl_warmup_epochs=0, teacher_epochs=0,
+                   ramp_epochs=0, policy_epochs=1, batches_per_epoch=3, batch_size=16, vae_planted_weight=weight)
+    train(config)
+    held_out = load_checkpoint(config.out).card.extra["loss_history"]["val"]["vae"]
+    terms = {name: values[-1] for name, values in held_out.items()}
+    assert terms["planted"] > 0.0
+    expected = (terms["reconstruction"] + config.kl_weight * terms["kl"] + config.foot_weight * terms["foot"]
+                + config.acceleration_weight * terms["acceleration"] + weight * terms["planted"])
+    assert terms["total"] == pytest.approx(expected, rel=1e-5)
+    plain = _tiny(tmp_path, out=str(tmp_path / "plain.safetensors"), vae_epochs=1, decoder_only_epochs=0,
+                  kl_warmup_epochs=0, teacher_epochs=0, ramp_epochs=0, policy_epochs=1, batches_per_epoch=3,
+                  batch_size=16)
+    train(plain)
+    assert "planted" not in load_checkpoint(plain.out).card.extra["loss_history"]["val"]["vae"]
+
+
+@pytest.mark.slow
 def test_a_stopped_run_resumes_where_it_stopped(tmp_path):
     stop = threading.Event()
     seen = []

@@ -71,6 +71,7 @@ class MVAETrainConfig:
     style_weight: float = 0.0     # the policy's: the style classifier's cross-entropy on the decoded frames
     still_weight: float = 0.0     # the policy's: root and foot motion above the data's while commanded to stand
     planted_weight: float = 0.0   # the policy's: contact feet moving in the world as root and pose place them (m/s)
+    vae_planted_weight: float = 0.0  # the same term for the decoder in the VAE stage
     idle_share: float = 0.0       # share of each policy batch drawn from windows that end standing
     stop_share: float = 0.0       # share of policy rollouts made stops (standing command from the first target)
     policy_rollout: int = 0       # frames per policy rollout (0: `rollout`)
@@ -98,7 +99,8 @@ class MVAETrainConfig:
 
     def weights(self, stage: str = "vae") -> LossWeights:
         if stage == "vae":
-            return LossWeights(self.kl_weight, self.foot_weight, self.acceleration_weight, self.velocity_weight)
+            return LossWeights(self.kl_weight, self.foot_weight, self.acceleration_weight, self.velocity_weight,
+                               vae_planted=self.vae_planted_weight)
         foot = self.foot_weight if self.policy_foot_weight < 0 else self.policy_foot_weight
         return LossWeights(self.kl_weight, foot, self.acceleration_weight, self.velocity_weight,
                            skate=self.skate_weight, jerk=self.jerk_weight, style=self.style_weight,
