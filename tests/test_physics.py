@@ -120,6 +120,7 @@ def test_a_fit_without_a_flat_foot_is_refused_with_the_joint_named():
 @pytest.mark.parametrize("name, value, expected", [
     ("body_mass", 0.0, 20.0), ("servo_frequency", 1e9, 20.0), ("substeps", 0, 1), ("root_help", -1.0, 0.0),
     ("friction", float("nan"), 1.0), ("substeps", 7.6, 8),
+    ("root_frequency", 30.0, 16.0),  # above 16 Hz the body ran away (docs/PHYSICS.md)
 ])
 def test_bad_settings_are_clamped_with_a_message_and_the_body_still_steps(body, name, value, expected):
     settings = PhysicsSettings()
