@@ -59,8 +59,7 @@ class LossWeights:
     jerk: float = 0.0  # the policy's: the pose's third difference against the data's
     style: float = 0.0  # the policy's: cross-entropy of the style classifier on the decoded frames
     still: float = 0.0  # the policy's: motion above the data's on standing frames (`losses.still`)
-    planted: float = 0.0  # the policy's: contact feet moving in the world as the frame places them (`losses.planted`)
-    vae_planted: float = 0.0  # the same term for the decoder, in the VAE stage
+    planted: float = 0.0  # contact feet moving in the world as the frame places them (`losses.planted`; either stage)
 
 STOP_RAMP_S = 0.5  # s: a stop rollout's still term ramps 0 -> 1 over this time after the release
 
@@ -100,7 +99,7 @@ def vae_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, weig
                  "foot": foot_velocity(pred, target, tensors.parts).mean(),
                  "acceleration": acceleration(pred, history, target, real[:, t - 2:t], tensors.parts).mean(),
                  "kl_per_dim": kl.mean(0).detach()}
-        if weights.vae_planted > 0.0:
+        if weights.planted > 0.0:
             terms["planted"] = planted(pred, history[:, -1], target, real[:, t - 1], tensors.parts, 1.0 / SIM_FPS).mean()
         for name, value in terms.items():
             sums[name] = sums.get(name, 0.0) + value / steps
@@ -110,7 +109,7 @@ def vae_rollout(model: MotionVAE, tensors: MVAETensors, rows: torch.Tensor, weig
             history = torch.cat([history[:, 1:], next_frame[:, None]], 1)
     kl_weight = weights.kl if train_encoder else 0.0
     sums["total"] = (sums["reconstruction"] + kl_weight * sums["kl"] + weights.foot * sums["foot"]
-                     + weights.acceleration * sums["acceleration"] + weights.vae_planted * sums.get("planted", 0.0))
+                     + weights.acceleration * sums["acceleration"] + weights.planted * sums.get("planted", 0.0))
     return sums
 
 

@@ -34,7 +34,7 @@ def terms_of(config) -> dict:
     """The loss terms each stage of this run records."""
     weights = config.weights("policy")
     extra = tuple(name for name in EXTRA_POLICY_TERMS if getattr(weights, name) > 0.0)
-    vae_extra = ("planted",) if config.weights("vae").vae_planted > 0.0 else ()
+    vae_extra = ("planted",) if config.weights("vae").planted > 0.0 else ()
     return {"vae": TERMS["vae"] + vae_extra, "policy": TERMS["policy"] + extra}
 
 

@@ -100,7 +100,7 @@ class MVAETrainConfig:
     def weights(self, stage: str = "vae") -> LossWeights:
         if stage == "vae":
             return LossWeights(self.kl_weight, self.foot_weight, self.acceleration_weight, self.velocity_weight,
-                               vae_planted=self.vae_planted_weight)
+                               planted=self.vae_planted_weight)
         foot = self.foot_weight if self.policy_foot_weight < 0 else self.policy_foot_weight
         return LossWeights(self.kl_weight, foot, self.acceleration_weight, self.velocity_weight,
                            skate=self.skate_weight, jerk=self.jerk_weight, style=self.style_weight,
