@@ -54,6 +54,28 @@ def test_networks_have_the_documented_shapes_and_the_numpy_twin_matches_torch():
                                rtol=1e-4, atol=1e-4)
 
 
+def test_a_carrying_decoder_adds_its_layers_output_to_the_carried_previous_frame():
+    """The same weights with `carry` c give exactly the plain decoder's output plus c x the previous
+    frame, in torch and in the numpy twin; a config stored before the option existed loads it at 0 (the
+    plain decoder); a carry outside 0..1 is refused by name."""
+    torch.manual_seed(2)
+    plain = MotionVAE(_config()).eval()
+    carrying = MotionVAE(_config(carry=0.75)).eval()
+    carrying.load_state_dict(plain.state_dict())
+    z, previous = torch.randn(4, 32), torch.randn(4, LAYOUTS.y.size)
+    cond = torch.randn(4, plain.config.condition_size)
+    with torch.no_grad():
+        output = plain.decoder(z, previous, cond)
+        frame = carrying.decoder(z, previous, cond)
+    torch.testing.assert_close(frame, 0.75 * previous + output)
+    np.testing.assert_allclose(NumpyMVAE(carrying).decode(z.numpy(), previous.numpy(), cond.numpy()),
+                               frame.numpy(), rtol=1e-4, atol=1e-4)
+    stored = {key: value for key, value in _config(carry=0.75).to_dict().items() if key != "carry"}
+    assert MVAEConfig.from_dict(stored).carry == 0.0
+    with pytest.raises(ValueError, match="carry"):
+        _config(carry=1.5)
+
+
 def test_the_gru_encoder_reads_a_window_of_thirty_frames():
     model = MotionVAE(_config(encoder="gru", window=30))
     mu, logvar = model.encoder(torch.randn(2, 30, LAYOUTS.y.size))

@@ -43,6 +43,7 @@ class MVAEConfig:
     policy_hidden: int = 256
     policy_blocks: int = 2       # residual blocks of the policy
     policy_frames: int = 2       # last frames the policy sees
+    carry: float = 0.0           # share of the previous frame carried into the next: frame = carry x previous + output
 
     def __post_init__(self) -> None:
         if self.encoder not in ENCODERS:
@@ -53,6 +54,8 @@ class MVAEConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.window < 2:
             raise ValueError(f"window must be >= 2 (the frame encoded and one before it), got {self.window}")
+        if not 0.0 <= float(self.carry) <= 1.0:
+            raise ValueError(f"carry must be within 0..1, got {self.carry}")
         if self.policy_frames > self.window:
             raise ValueError(f"policy_frames ({self.policy_frames}) cannot exceed the window ({self.window})")
 
@@ -130,7 +133,9 @@ class MoEDecoder(nn.Module):
     """(latent [B, Z], previous frame [B, F], condition [B, C]) -> next frame [B, F] (normalised).
 
     Three mixture layers (hidden, hidden, frame), the latent concatenated to every layer's input; the
-    gate (64-64-K, softmax) sees the latent, the previous frame and the condition."""
+    gate (64-64-K, softmax) sees the latent, the previous frame and the condition. With `carry` c > 0 the
+    frame is c x the previous frame plus the layers' output (c = 1: they give the change from it; below 1
+    the carried share decays toward the mean frame, so an error does not build up)."""
 
     def __init__(self, config: MVAEConfig):
         super().__init__()
@@ -142,6 +147,7 @@ class MoEDecoder(nn.Module):
         self.layers = nn.ModuleList([MixtureLinear(latent + inputs, hidden, experts),
                                      MixtureLinear(latent + hidden, hidden, experts),
                                      MixtureLinear(latent + hidden, config.frame_size, experts)])
+        self.carry = float(config.carry)
 
     def forward(self, z: torch.Tensor, previous: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
         hidden = torch.cat([previous, condition], -1)
@@ -150,7 +156,7 @@ class MoEDecoder(nn.Module):
             hidden = layer(torch.cat([z, hidden], -1), gate)
             if index < len(self.layers) - 1:
                 hidden = functional.elu(hidden)
-        return hidden
+        return self.carry * previous + hidden if self.carry else hidden
 
 
 class Policy(nn.Module):
@@ -208,6 +214,7 @@ class NumpyMVAE:
 
         decoder, policy = model.decoder, model.policy
         self.experts = model.config.experts
+        self.carry = np.float32(model.config.carry)
         self.gate = [(array(layer.weight).T.copy(), array(layer.bias)) for layer in decoder.gate if isinstance(layer, nn.Linear)]
         self.layers = [(array(layer.weight), array(layer.bias), layer.out_features) for layer in decoder.layers]
         self.policy_frames = policy.frames
@@ -231,7 +238,7 @@ class NumpyMVAE:
             hidden = np.matmul(gate[:, None], per_expert)[:, 0]
             if index < len(self.layers) - 1:
                 hidden = _elu(hidden)
-        return hidden
+        return self.carry * previous + hidden if self.carry else hidden
 
     def policy(self, z: np.ndarray, frames: np.ndarray, condition: np.ndarray) -> np.ndarray:
         inputs = np.concatenate([z, frames[:, -self.policy_frames:].reshape(len(z), -1), condition], -1)

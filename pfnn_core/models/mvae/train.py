@@ -52,6 +52,7 @@ class MVAETrainConfig:
     window: int = 2               # encoder window (frames) [Ling et al. 2; the design notes 30 with a GRU]
     experts: int = 6
     hidden: int = 256             # encoder and decoder hidden units
+    carry: float = 0.0            # the decoder's frame = carry x the previous frame + its output (0: the output)
     rollout: int = 8              # frames per rollout [Ling et al.: 8]
     batch_size: int = 128         # rollouts per step
     batches_per_epoch: int = 250
@@ -95,7 +96,8 @@ class MVAETrainConfig:
     def network_config(self, frame_size: int, control_size: int, num_styles: int) -> MVAEConfig:
         return MVAEConfig(frame_size=frame_size, control_size=control_size, num_styles=num_styles,
                           latent_size=self.latent_size, encoder=self.encoder, window=self.window,
-                          encoder_hidden=self.hidden, decoder_hidden=self.hidden, experts=self.experts)
+                          encoder_hidden=self.hidden, decoder_hidden=self.hidden, experts=self.experts,
+                          carry=self.carry)
 
     def weights(self, stage: str = "vae") -> LossWeights:
         if stage == "vae":
