@@ -50,11 +50,11 @@ class MVAEConfig:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
         for name in ("frame_size", "control_size", "latent_size", "window", "encoder_hidden", "decoder_hidden",
                      "experts", "gate_hidden", "policy_hidden", "policy_blocks", "policy_frames"):
-            if int(getattr(self, name)) < 1:
+            if _number(self, name, int) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.window < 2:
             raise ValueError(f"window must be >= 2 (the frame encoded and one before it), got {self.window}")
-        if not 0.0 <= float(self.carry) <= 1.0:
+        if not 0.0 <= _number(self, "carry", float) <= 1.0:
             raise ValueError(f"carry must be within 0..1, got {self.carry}")
         if self.policy_frames > self.window:
             raise ValueError(f"policy_frames ({self.policy_frames}) cannot exceed the window ({self.window})")
@@ -74,6 +74,14 @@ class MVAEConfig:
         if unknown:
             raise ValueError(f"unknown motion-VAE config keys: {unknown}")
         return cls(**values)
+
+
+def _number(config, name: str, kind):
+    """A config field as `kind`, or a ValueError naming the field (a stored config may hold anything)."""
+    try:
+        return kind(getattr(config, name))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {getattr(config, name)!r}") from None
 
 
 class MLPEncoder(nn.Module):
